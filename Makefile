@@ -1,0 +1,27 @@
+# Two commands: `make reproduce` (every experiment -> reports/) and `make test`.
+# Both create .venv and install hierfair into it on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: reproduce test install clean
+
+install: $(STAMP)
+
+# Reinstall when the dependencies change; the package itself is editable.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+reproduce: $(STAMP)
+	$(BIN)/hierfair run experiments/*.yaml --out reports
+	$(BIN)/hierfair report reports
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,33 @@
+"""Algorithm families, one module each, installed as ``hierfair.algorithms``.
+
+:data:`ALGORITHMS` maps the name used in specs and on the command line to the
+policy class.  Each class carries a one-line ``description`` and a pydantic
+``Params`` model that validates the ``params:`` a spec gives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from hierfair.algorithms.drf import WeightedDRF
+from hierfair.algorithms.fifo import FIFO
+from hierfair.errors import SpecError, from_pydantic
+from hierfair.policy import BasePolicy
+
+ALGORITHMS: Mapping[str, type[BasePolicy]] = {cls.name: cls for cls in (WeightedDRF, FIFO)}
+
+
+def make_policy(name: str, params: Mapping[str, Any] | None = None) -> BasePolicy:
+    """A fresh policy instance; bad names or params raise :class:`SpecError`."""
+    try:
+        cls = ALGORITHMS[name]
+    except KeyError:
+        raise SpecError(f"unknown algorithm; known: {', '.join(sorted(ALGORITHMS))}",
+                        where="algorithm", value=name) from None
+    try:
+        return cls(cls.Params(**dict(params or {})))
+    except ValidationError as exc:
+        raise from_pydantic(exc, prefix="params", model=cls.Params) from None

@@ -1,0 +1,161 @@
+"""``hierfair`` on the command line.
+
+Bad input of any kind ends with one line on stderr naming the file, the field
+(or line) and the value, and exit status 2 -- never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from hierfair import __version__
+from hierfair.errors import HierfairError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except HierfairError as exc:
+        print(f"hierfair: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("hierfair: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `hierfair list | head`
+        return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="hierfair",
+        description="Benchmark and experiment harness for hierarchical multi-resource "
+        "fair schedulers.",
+    )
+    p.add_argument("--version", action="version", version=f"hierfair {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    v = sub.add_parser("validate", help="check specs; exit 2 naming the first problem")
+    v.add_argument("specs", nargs="+", metavar="SPEC")
+    v.set_defaults(func=_validate)
+
+    ls = sub.add_parser("list", help="algorithms, workload kinds and experiments")
+    ls.add_argument("--experiments", default="experiments", metavar="DIR",
+                    help="folder of specs to list (default: %(default)s)")
+    ls.set_defaults(func=_list)
+
+    r = sub.add_parser("run", help="run every algorithm x seed of each spec")
+    r.add_argument("specs", nargs="+", metavar="SPEC")
+    r.add_argument("--out", default="results", metavar="DIR",
+                   help="results go to DIR/<spec name>/ (default: %(default)s)")
+    r.set_defaults(func=_run)
+
+    rep = sub.add_parser("report", help="figures and a README.md for a results folder")
+    rep.add_argument("folder", nargs="?", default="reports", metavar="DIR")
+    rep.set_defaults(func=_report)
+
+    a = sub.add_parser("allocate", help="fill an empty cluster and print every node's share")
+    a.add_argument("spec", metavar="SPEC")
+    a.add_argument("--algorithm", "-a", required=True, metavar="NAME")
+    a.add_argument("--churn", type=int, default=0, metavar="N",
+                   help="then N times: the earliest-started task finishes, reallocate")
+    a.add_argument("--seed", type=int, default=None)
+    a.add_argument("--json", action="store_true", help="machine-readable output")
+    a.set_defaults(func=_allocate)
+    return p
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from hierfair.spec import load_spec
+
+    for path in args.specs:
+        exp = load_spec(path)
+        wl = exp.workload(exp.spec.seeds[0])
+        print(f"{path}: ok ({exp.spec.name}: {len(exp.spec.algorithms)} algorithm(s) x "
+              f"{len(exp.spec.seeds)} seed(s); {exp.cluster.n_servers} server(s), "
+              f"{len(exp.hierarchy.leaves)} leaves, {len(wl.jobs)} jobs, {wl.n_tasks} tasks)")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from hierfair.algorithms import ALGORITHMS
+    from hierfair.datasets import HIERARCHY_KINDS, WORKLOAD_KINDS
+
+    def section(title: str, rows: list[tuple[str, str]]) -> None:
+        print(title)
+        width = max((len(n) for n, _ in rows), default=0)
+        for name, desc in rows:
+            print(f"  {name:<{width}}  {desc}")
+        print()
+
+    section("algorithms:", [(n, c.description) for n, c in ALGORITHMS.items()])
+    section("workload kinds:", [(n, k.description) for n, k in WORKLOAD_KINDS.items()])
+    section("hierarchy kinds:", list(HIERARCHY_KINDS.items()))
+    folder = Path(args.experiments)
+    rows = []
+    for path in sorted(folder.glob("*.yaml")):
+        rows.append((str(path), _describe(path)))
+    section(f"experiments ({folder}):", rows or [("(none found)", "")])
+    return 0
+
+
+def _describe(path: Path) -> str:
+    from hierfair.spec import read_yaml
+
+    try:
+        data = read_yaml(path)
+    except HierfairError as exc:
+        return f"[invalid: {exc}]"
+    return str(data.get("description", "")) if isinstance(data, dict) else "[invalid]"
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hierfair.runner import log_to_stderr, run_experiment
+    from hierfair.spec import load_spec
+
+    # Validate every spec before running any, so a typo in the last one does
+    # not surface after an hour of work.
+    experiments = [load_spec(p) for p in args.specs]
+    out = Path(args.out)
+    for exp in experiments:
+        run_experiment(exp, out, log=log_to_stderr)
+        print(out / exp.spec.name)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from hierfair.report import write_report
+
+    print(write_report(Path(args.folder)))
+    return 0
+
+
+def _allocate(args: argparse.Namespace) -> int:
+    from hierfair.allocate import allocate, format_table
+    from hierfair.errors import SpecError
+    from hierfair.spec import AlgorithmSpec, load_spec
+
+    exp = load_spec(args.spec)
+    if args.churn < 0:
+        raise SpecError("must be >= 0", where="--churn", value=args.churn)
+    algo = next((a for a in exp.spec.algorithms if args.algorithm in (a.name, a.label)), None)
+    if algo is None:
+        algo = AlgorithmSpec(name=args.algorithm)
+    try:
+        result = allocate(exp, algo, churn=args.churn, seed=args.seed)
+    except SpecError as exc:
+        raise SpecError(exc.message, where="--algorithm", value=exc.value) from None
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(format_table(result, exp.hierarchy.depth))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""Errors a user can act on.
+
+Every error raised for bad input carries where the problem is (file, field path
+or line) and the offending value, and renders as one line.  The CLI prints that
+line and exits with status 2 -- never a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class HierfairError(Exception):
+    """Base class of errors caused by the user's input, not by a bug."""
+
+    exit_code = 2
+
+
+class SpecError(HierfairError):
+    """A spec (or trace) is malformed: names file, location and value."""
+
+    def __init__(self, message: str, *, file: str | None = None, where: str | None = None,
+                 value: Any = ..., ) -> None:
+        self.message = message
+        self.file = file
+        self.where = where
+        self.value = value
+        super().__init__(str(self))
+
+    def with_file(self, file: str) -> SpecError:
+        return SpecError(self.message, file=file, where=self.where, value=self.value)
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.file, self.where) if p]
+        head = ": ".join(parts)
+        tail = self.message if self.value is ... else f"{self.message} (got {_show(self.value)})"
+        return f"{head}: {tail}" if head else tail
+
+
+class PolicyError(RuntimeError):
+    """A policy broke the scheduling protocol (a bug in the algorithm, not the input)."""
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def format_loc(loc: tuple[Any, ...] | list[Any], prefix: str = "") -> str:
+    """``('workload', 'jobs', 2, 'demand')`` -> ``workload.jobs[2].demand``."""
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def from_pydantic(exc: Any, prefix: str = "", model: Any = None) -> SpecError:
+    """The first problem of a pydantic ``ValidationError`` as a :class:`SpecError`.
+
+    ``model`` (the validated class) lets an unknown key be answered with the
+    keys that are allowed there.
+    """
+    errors = exc.errors()
+    err = errors[0]
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        message, value = "unknown key", err["loc"][-1]
+        allowed = _allowed_keys(model, err["loc"][:-1]) if model is not None else None
+        if allowed:
+            message += f"; allowed here: {', '.join(allowed)}"
+    elif kind == "missing":
+        message, value = "required field is missing", ...
+    else:
+        message, value = str(err["msg"]).removeprefix("Value error, "), err.get("input", ...)
+    if len(errors) > 1:
+        message += f" [and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''}]"
+    return SpecError(message, where=format_loc(err["loc"], prefix) or None, value=value)
+
+
+def _allowed_keys(model: Any, loc: tuple[Any, ...]) -> list[str] | None:
+    """Field names of the pydantic model found by following ``loc`` from ``model``."""
+    from typing import get_args
+
+    from pydantic import BaseModel
+
+    def models_in(annotation: Any) -> list[type[BaseModel]]:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return [annotation]
+        return [m for arg in get_args(annotation) for m in models_in(arg)]
+
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or current is None:
+            continue
+        field = current.model_fields.get(part)
+        if field is None:
+            # a dict key (a node name, say): stay on the value model
+            continue
+        found = models_in(field.annotation)
+        current = found[0] if found else None
+    return list(current.model_fields) if current is not None else None

@@ -1,0 +1,177 @@
+"""The things a scheduler allocates and the things that ask for them.
+
+A *cluster* is a list of servers, each with a capacity vector over an ordered
+list of resource names (``cpu``, ``mem``, ``gpu``...).  Servers may differ: some
+carry GPUs or MICs and others do not, and a resource a server lacks has
+capacity 0.
+
+A *hierarchy* is a weighted tree.  Its leaves are the queues jobs are submitted
+to; internal nodes are organisational groups.  Every node is named by its slash
+path from the root (``ads/prod``); the root itself is ``""``.  Nodes are stored
+in pre-order, so node 0 is the root, every parent precedes its children, and a
+subtree is a contiguous index range -- which makes "sum over the subtree" and
+"walk to the root" cheap and deterministic.
+
+A *job* is a bag of tasks submitted to one leaf at one time.  Its tasks share a
+demand vector; each task has its own duration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+ROOT = ""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Servers with capacity vectors over ``resources`` (in that order)."""
+
+    resources: tuple[str, ...]
+    capacities: np.ndarray  # shape (servers, resources), float64
+    server_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        caps = np.asarray(self.capacities, dtype=np.float64).reshape(-1, len(self.resources))
+        caps.setflags(write=False)
+        object.__setattr__(self, "capacities", caps)
+        if not self.server_names:
+            object.__setattr__(
+                self, "server_names", tuple(f"s{i}" for i in range(caps.shape[0]))
+            )
+
+    @property
+    def n_servers(self) -> int:
+        return int(self.capacities.shape[0])
+
+    @property
+    def n_resources(self) -> int:
+        return len(self.resources)
+
+    @property
+    def total(self) -> np.ndarray:
+        """Total capacity R = <r_1, ..., r_m> (DRF paper, Algorithm 1)."""
+        return self.capacities.sum(axis=0)
+
+    def vector(self, amounts: Mapping[str, float]) -> np.ndarray:
+        """A resource vector from a ``{name: amount}`` mapping; absent means 0."""
+        v = np.zeros(len(self.resources))
+        for name, amount in amounts.items():
+            v[self.resources.index(name)] = amount
+        return v
+
+    def fits_somewhere(self, demand: np.ndarray) -> bool:
+        """Whether an empty server exists that can hold ``demand``."""
+        return bool(np.any(np.all(self.capacities >= demand, axis=1)))
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """A weighted tree in pre-order.  Index 0 is the root (path ``""``)."""
+
+    paths: tuple[str, ...]
+    parent: np.ndarray  # parent index, -1 for the root
+    weights: np.ndarray  # positive; the root's weight is 1 and unused
+    children: tuple[tuple[int, ...], ...]
+    subtree_end: np.ndarray  # node i's subtree is range(i, subtree_end[i])
+    depth: np.ndarray
+    _index: dict[str, int] = field(repr=False, compare=False, default_factory=dict)
+
+    @classmethod
+    def from_edges(cls, nodes: Sequence[tuple[str, float]]) -> Hierarchy:
+        """Build from ``(path, weight)`` pairs listed in pre-order (root excluded)."""
+        paths = [ROOT] + [p for p, _ in nodes]
+        weights = np.array([1.0] + [float(w) for _, w in nodes])
+        index = {p: i for i, p in enumerate(paths)}
+        parent = np.full(len(paths), -1, dtype=np.int64)
+        kids: list[list[int]] = [[] for _ in paths]
+        for i, p in enumerate(paths[1:], start=1):
+            head = p.rpartition("/")[0]
+            j = index[head]
+            if j >= i:
+                raise ValueError(f"node {p!r} listed before its parent")
+            parent[i] = j
+            kids[j].append(i)
+        depth = np.zeros(len(paths), dtype=np.int64)
+        for i in range(1, len(paths)):
+            depth[i] = depth[parent[i]] + 1
+        end = np.arange(1, len(paths) + 1, dtype=np.int64)
+        for i in range(len(paths) - 1, 0, -1):  # descendants are final before their parent
+            end[parent[i]] = max(end[parent[i]], end[i])
+        return cls(
+            paths=tuple(paths),
+            parent=parent,
+            weights=weights,
+            children=tuple(tuple(k) for k in kids),
+            subtree_end=end,
+            depth=depth,
+            _index=index,
+        )
+
+    @classmethod
+    def flat(cls, leaves: Sequence[str], weights: Sequence[float] | None = None) -> Hierarchy:
+        """A one-level tree: the root with the given leaves."""
+        ws = weights if weights is not None else [1.0] * len(leaves)
+        return cls.from_edges(list(zip(leaves, ws)))
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.paths)
+
+    def index(self, path: str) -> int:
+        return self._index[path]
+
+    def __contains__(self, path: str) -> bool:
+        return path in self._index
+
+    def is_leaf(self, node: int) -> bool:
+        return not self.children[node]
+
+    @property
+    def leaves(self) -> tuple[int, ...]:
+        """Leaf indices in pre-order (the stable tie-break order everywhere)."""
+        return tuple(i for i, c in enumerate(self.children) if not c)
+
+    def ancestors(self, node: int) -> list[int]:
+        """``node``'s parent, grandparent, ..., root (H-DRF's P^1, P^2, ...)."""
+        out = []
+        p = int(self.parent[node])
+        while p >= 0:
+            out.append(p)
+            p = int(self.parent[p])
+        return out
+
+    def path_from_root(self, node: int) -> list[int]:
+        """Root, ..., node."""
+        return [*reversed(self.ancestors(node)), node]
+
+
+@dataclass(frozen=True)
+class Job:
+    """A bag of tasks with one demand vector, submitted to one leaf."""
+
+    id: int
+    leaf: int  # hierarchy node index
+    submit: float
+    demand: np.ndarray  # per task, over the cluster's resources
+    durations: np.ndarray  # one per task
+    name: str = ""
+
+    @property
+    def n_tasks(self) -> int:
+        return int(self.durations.shape[0])
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Jobs sorted by (submit time, id) -- the order arrivals are processed in."""
+
+    jobs: tuple[Job, ...]
+    source: str = "explicit job list"
+
+    @property
+    def n_tasks(self) -> int:
+        return sum(j.n_tasks for j in self.jobs)

@@ -1,0 +1,87 @@
+"""From one simulation's records to the numbers a comparison reports.
+
+A run's *summary* is one row: makespan, time-averaged utilisation of each
+resource, job wait and completion times, and decision-latency statistics.
+Decision latencies are wall-clock measurements and so the only columns that
+differ between two runs of the same spec and seed (see
+:data:`WALL_CLOCK_COLUMNS`).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hierfair.simulator import SimulationResult
+
+#: Columns of runs.parquet that measure the machine, not the schedule.
+WALL_CLOCK_COLUMNS: tuple[str, ...] = (
+    "latency_mean_ns",
+    "latency_p50_ns",
+    "latency_p99_ns",
+    "started_at",
+    "finished_at",
+    "wall_seconds",
+    "host",
+)
+
+
+def time_average(times: np.ndarray, values: np.ndarray, end: float) -> float:
+    """Mean of a step function (value ``values[k]`` from ``times[k]`` on) over [0, end]."""
+    if end <= 0 or times.size == 0:
+        return 0.0
+    t = np.append(np.clip(times, 0, end), end)
+    return float(np.sum(values * np.diff(t)) / end)
+
+
+def summarize(result: SimulationResult) -> dict[str, float | int]:
+    """The metrics of one run, as a flat mapping (one row of runs.parquet)."""
+    out: dict[str, float | int] = {"makespan": result.makespan}
+    util = result.utilization
+    for r in result.resources:
+        out[f"util_{r}"] = time_average(util["time"].to_numpy(), util[r].to_numpy(),
+                                        result.makespan)
+    jobs = result.jobs
+    out["jobs"] = len(jobs)
+    out["tasks"] = len(result.tasks)
+    out["tasks_unfinished"] = int((result.tasks["state"] != "finished").sum())
+    out["wait_mean"] = float(jobs["wait"].mean()) if len(jobs) else float("nan")
+    out["completion_mean"] = float(jobs["completion"].mean()) if len(jobs) else float("nan")
+    dec = result.decisions
+    lat = dec["latency_ns"].to_numpy()
+    out["decisions"] = len(dec)
+    out["placements"] = int((dec["leaf"] >= 0).sum())
+    out["latency_mean_ns"] = float(lat.mean()) if lat.size else float("nan")
+    out["latency_p50_ns"] = float(np.percentile(lat, 50)) if lat.size else float("nan")
+    out["latency_p99_ns"] = float(np.percentile(lat, 99)) if lat.size else float("nan")
+    return out
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[str]:
+    """A temporary path beside ``path`` that replaces it only once fully written,
+    so a killed process leaves the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Not mkstemp: its files are private (0600); results should get the umask.
+    tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"))
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    with atomic_path(path) as tmp:
+        frame.to_parquet(tmp, index=False)
+
+
+def write_text(text: str, path: Path) -> None:
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(text)

@@ -1,0 +1,218 @@
+"""Experiment specs: YAML in, validated model objects out.
+
+A spec pairs a cluster, a hierarchy and a workload with the algorithms to run
+on them and the seeds to run them with::
+
+    name: hdrf-fig4
+    cluster:
+      resources: [cpu, gpu]
+      servers: [{count: 1, capacity: {cpu: 10, gpu: 10}}]
+    hierarchy:
+      n1: {children: {n11: {}}}
+      n2: {weight: 1, children: {n21: {}, n22: {}}}
+    workload:
+      jobs:
+        - {queue: n1/n11, tasks: 100, demand: {cpu: 1}, duration: 10}
+    algorithms: [drf]
+    seeds: [0]
+
+Field names are a contract other tools rely on: extend, never rename.  Every
+problem is reported as one :class:`~hierfair.errors.SpecError` naming the file,
+the field path (``workload.jobs[2].demand.cpu``) and the offending value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import yaml
+from pydantic import (
+    Field,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+)
+
+from hierfair.algorithms import ALGORITHMS, make_policy
+from hierfair.datasets import build_hierarchy, build_workload
+from hierfair.errors import SpecError, from_pydantic
+from hierfair.model import Cluster, Hierarchy, Workload
+from hierfair.placement import PLACEMENTS
+from hierfair.spec_base import Strict
+
+
+class ServerSpec(Strict):
+    count: PositiveInt = 1
+    capacity: dict[str, NonNegativeFloat]
+    name: str | None = None
+
+
+class ClusterSpec(Strict):
+    resources: list[str] = Field(min_length=1)
+    servers: list[ServerSpec] = Field(min_length=1)
+    placement: Literal["first-fit", "best-fit"] = "first-fit"
+
+    @field_validator("resources")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        dup = sorted({r for r in v if v.count(r) > 1})
+        if dup:
+            raise ValueError(f"resource listed twice: {dup[0]}")
+        return v
+
+
+class AlgorithmSpec(Strict):
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    label: str | None = None
+
+    @property
+    def display(self) -> str:
+        return self.label or self.name
+
+
+class Spec(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    description: str = ""
+    cluster: ClusterSpec
+    hierarchy: dict[str, Any] = Field(min_length=1)
+    workload: dict[str, Any]
+    algorithms: list[AlgorithmSpec] = Field(min_length=1)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+
+    @field_validator("algorithms", mode="before")
+    @classmethod
+    def _names_to_specs(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            return [{"name": a} if isinstance(a, str) else a for a in v]
+        return v
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A validated spec with its cluster and hierarchy built."""
+
+    spec: Spec
+    source: str  # file the spec came from, for messages
+    cluster: Cluster
+    hierarchy: Hierarchy
+
+    def workload(self, seed: int) -> Workload:
+        return build_workload(self.spec.workload, self.cluster, self.hierarchy, seed,
+                              source=self.source)
+
+    @property
+    def spec_hash(self) -> str:
+        """Stable hash of the resolved spec (defaults filled in)."""
+        blob = json.dumps(self.spec.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def resolved_yaml(self) -> str:
+        return yaml.safe_dump(self.spec.model_dump(mode="json"), sort_keys=False)
+
+
+# -- loading ---------------------------------------------------------------
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice in one mapping (PyYAML keeps
+    the last one silently, which hides typos in hand-written specs)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                mark = key_node.start_mark
+                raise SpecError(f"line {mark.line + 1}: key given twice", value=key)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_yaml(path: str | Path) -> Any:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise SpecError("no such file", file=str(path)) from None
+    except OSError as exc:
+        raise SpecError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
+    except SpecError as exc:
+        raise exc.with_file(str(path)) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError(f"malformed YAML: {problem}", file=str(path), where=where) from None
+
+
+def load_spec(path: str | Path) -> Experiment:
+    """Read, validate and build a spec file; raises :class:`SpecError`."""
+    data = read_yaml(path)
+    try:
+        return build_experiment(data, source=str(path))
+    except SpecError as exc:
+        raise exc.with_file(str(path)) from None
+
+
+def build_experiment(data: Any, source: str = "<spec>") -> Experiment:
+    """Validate a spec given as plain data (what ``yaml.safe_load`` returns)."""
+    if not isinstance(data, Mapping):
+        raise SpecError("a spec must be a mapping of fields", value=type(data).__name__)
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as exc:
+        raise from_pydantic(exc, model=Spec) from None
+    cluster = _build_cluster(spec.cluster)
+    hierarchy = build_hierarchy(spec.hierarchy)
+    for i, algo in enumerate(spec.algorithms):
+        try:
+            make_policy(algo.name, algo.params)
+        except SpecError as exc:
+            where = f"algorithms[{i}]" + ("" if exc.where == "algorithm" else f".{exc.where}")
+            if exc.where == "algorithm":
+                where += ".name"
+            raise SpecError(exc.message, where=where, value=exc.value) from None
+    experiment = Experiment(spec=spec, source=source, cluster=cluster, hierarchy=hierarchy)
+    experiment.workload(spec.seeds[0])  # validates queues, demands and fit
+    return experiment
+
+
+def _build_cluster(spec: ClusterSpec) -> Cluster:
+    resources = tuple(spec.resources)
+    rows, names = [], []
+    for i, server in enumerate(spec.servers):
+        for r, amount in server.capacity.items():
+            if r not in resources:
+                raise SpecError(f"unknown resource; the cluster has {list(resources)}",
+                                where=f"cluster.servers[{i}].capacity.{r}", value=r)
+        vec = [float(server.capacity.get(r, 0.0)) for r in resources]
+        base = server.name or f"s{i}"
+        for k in range(server.count):
+            rows.append(vec)
+            names.append(base if server.count == 1 else f"{base}-{k}")
+    caps = np.array(rows)
+    empty = [r for r, total in zip(resources, caps.sum(axis=0)) if total <= 0]
+    if empty:
+        raise SpecError("resource has no capacity on any server", where="cluster.resources",
+                        value=empty[0])
+    return Cluster(resources=resources, capacities=caps, server_names=tuple(names))
+
+
+__all__ = [
+    "ALGORITHMS",
+    "PLACEMENTS",
+    "Experiment",
+    "Spec",
+    "build_experiment",
+    "load_spec",
+    "read_yaml",
+]

@@ -1,0 +1,40 @@
+"""Shared helpers: build experiments from plain dicts, run the CLI in-process."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hierfair.spec import Experiment, build_experiment
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPERIMENTS = ROOT / "experiments"
+
+BASE_SPEC: dict[str, Any] = {
+    "name": "t",
+    "cluster": {"resources": ["cpu", "mem"], "servers": [{"capacity": {"cpu": 9, "mem": 18}}]},
+    "hierarchy": {"A": {}, "B": {}},
+    "workload": {"jobs": [
+        {"queue": "A", "tasks": 30, "demand": {"cpu": 1, "mem": 4}, "duration": 10},
+        {"queue": "B", "tasks": 20, "demand": {"cpu": 3, "mem": 1}, "duration": 10},
+    ]},
+    "algorithms": ["drf"],
+}
+
+
+def spec_with(**overrides: Any) -> dict[str, Any]:
+    data = copy.deepcopy(BASE_SPEC)
+    data.update(copy.deepcopy(overrides))
+    return data
+
+
+def experiment(**overrides: Any) -> Experiment:
+    return build_experiment(spec_with(**overrides))
+
+
+@pytest.fixture
+def drf_example() -> Experiment:
+    return experiment()

@@ -1,0 +1,109 @@
+"""Bad input: one line naming file, field and value; exit 2; no traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hierfair.cli import main
+
+from .conftest import EXPERIMENTS, spec_with
+
+
+def _job(**kw):
+    job = {"queue": "A", "tasks": 2, "demand": {"cpu": 1, "mem": 1}, "duration": 1}
+    job.update(kw)
+    return job
+
+
+CASES = {
+    "unknown top-level key": (spec_with(algoritms=["drf"]), "algoritms",
+                              "allowed here: name, description, cluster, hierarchy"),
+    "unknown nested key": (spec_with(workload={"jobs": [_job(demnd={"cpu": 1})]}),
+                           "workload.jobs[0].demnd",
+                           "unknown key; allowed here: queue, tasks, demand, duration"),
+    "unknown algorithm": (spec_with(algorithms=["hdfr"]), "algorithms[0].name", "'hdfr'"),
+    "unknown algorithm param": (spec_with(algorithms=[{"name": "drf", "params": {"p": 1}}]),
+                                "algorithms[0].params.p", "unknown key; allowed here: backfill"),
+    "unknown queue": (spec_with(workload={"jobs": [_job(queue="A/x")]}),
+                      "workload.jobs[0].queue", "'A/x'"),
+    "internal node as queue": (spec_with(hierarchy={"g": {"children": {"a": {}}}},
+                                         workload={"jobs": [_job(queue="g")]}),
+                               "workload.jobs[0].queue", "'g'"),
+    "negative demand": (spec_with(workload={"jobs": [_job(demand={"cpu": -1})]}),
+                        "workload.jobs[0].demand.cpu", "-1"),
+    "missing demand": (spec_with(workload={"jobs": [{"queue": "A", "duration": 1}]}),
+                       "workload.jobs[0].demand", "required"),
+    "unknown resource in demand": (spec_with(workload={"jobs": [_job(demand={"gpu": 1})]}),
+                                   "workload.jobs[0].demand.gpu", "'gpu'"),
+    "task fits on no server": (spec_with(workload={"jobs": [_job(demand={"cpu": 10})]}),
+                               "workload.jobs[0].demand", "fits on no server"),
+    "duration list of wrong length": (spec_with(workload={"jobs": [_job(duration=[1, 2, 3])]}),
+                                      "workload.jobs[0].duration", "(got 3)"),
+    "zero weight": (spec_with(hierarchy={"A": {"weight": 0}, "B": {}}), "hierarchy.A.weight",
+                    "greater than 0"),
+    "slash in node name": (spec_with(hierarchy={"A/B": {}}), "hierarchy.A/B", "'A/B'"),
+    "resource without capacity": (
+        spec_with(cluster={"resources": ["cpu", "gpu"], "servers": [{"capacity": {"cpu": 1}}]}),
+        "cluster.resources", "'gpu'"),
+    "bad placement": (spec_with(cluster={"resources": ["cpu", "mem"], "placement": "worst-fit",
+                                         "servers": [{"capacity": {"cpu": 9, "mem": 18}}]}),
+                      "cluster.placement", "'worst-fit'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_spec_is_one_clear_line(case, tmp_path: Path, capsys):
+    data, field, detail = CASES[case]
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert str(path) in err and f" {field}:" in err and detail in err, err
+
+
+@pytest.mark.parametrize("text, where", [
+    ("name: x\ncluster: [unclosed\n", "line 3"),
+    ("name: x\nname: y\n", "line 2: key given twice (got 'name')"),
+    ("- just\n- a list\n", "a spec must be a mapping"),
+])
+def test_malformed_yaml(text, where, tmp_path: Path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and where in err, err
+
+
+def test_missing_file(tmp_path: Path, capsys):
+    assert main(["run", str(tmp_path / "nope.yaml"), "--out", str(tmp_path)]) == 2
+    assert "nope.yaml: no such file" in capsys.readouterr().err
+
+
+def test_run_validates_every_spec_before_running_any(tmp_path: Path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(spec_with(algorithms=["nope"])))
+    out = tmp_path / "out"
+    assert main(["run", str(EXPERIMENTS / "drf-example.yaml"), str(bad), "--out", str(out)]) == 2
+    assert not out.exists()
+
+
+def test_allocate_unknown_algorithm(capsys):
+    assert main(["allocate", str(EXPERIMENTS / "drf-example.yaml"), "-a", "nope"]) == 2
+    assert "--algorithm: unknown algorithm" in capsys.readouterr().err
+
+
+def test_console_script_exits_2_without_traceback(tmp_path: Path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(spec_with(workload={"jobs": [_job(demand={"cpu": -1})]})))
+    proc = subprocess.run([sys.executable, "-m", "hierfair", "validate", str(bad)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (f"hierfair: error: {bad}: workload.jobs[0].demand.cpu: "
+                                   "Input should be greater than or equal to 0 (got -1)")

@@ -1,0 +1,167 @@
+"""Simulator invariants on random instances, determinism, and FIFO."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hierfair.algorithms import make_policy
+from hierfair.allocate import allocate
+from hierfair.results import WALL_CLOCK_COLUMNS
+from hierfair.runner import DETAIL_TABLES, run_experiment
+from hierfair.simulator import Simulator
+from hierfair.spec import AlgorithmSpec, build_experiment, load_spec
+
+from .conftest import EXPERIMENTS, experiment
+
+RES = ["cpu", "mem", "gpu"]
+
+
+@st.composite
+def random_spec(draw):
+    m = draw(st.integers(1, 3))
+    resources = RES[:m]
+    # The first server has every resource; the others may lack some (no GPU).
+    servers = [{"capacity": {r: draw(st.integers(1, 8)) for r in resources}}]
+    for _ in range(draw(st.integers(0, 3))):
+        cap = {r: draw(st.integers(0, 8)) for r in resources}
+        servers.append({"capacity": cap, "count": draw(st.integers(1, 2))})
+    groups = draw(st.integers(1, 3))
+    hierarchy = {f"g{g}": {"weight": draw(st.integers(1, 3)),
+                           "children": {f"q{k}": {"weight": draw(st.integers(1, 3))}
+                                        for k in range(draw(st.integers(1, 3)))}}
+                 for g in range(groups)}
+    leaves = [f"{g}/{k}" for g, body in hierarchy.items() for k in body["children"]]
+    fit = servers[0]["capacity"]  # every demand fits the first server
+    jobs = []
+    for _ in range(draw(st.integers(1, 8))):
+        demand = {r: draw(st.integers(0, fit[r])) for r in resources}
+        demand[resources[0]] = max(demand.get(resources[0], 0), 1)
+        n = draw(st.integers(1, 6))
+        jobs.append({"queue": draw(st.sampled_from(leaves)), "tasks": n, "demand": demand,
+                     "duration": draw(st.lists(st.integers(1, 20), min_size=n, max_size=n)),
+                     "submit": draw(st.integers(0, 30))})
+    return {"name": "random", "cluster": {"resources": resources, "servers": servers,
+                                          "placement": draw(st.sampled_from(["first-fit",
+                                                                             "best-fit"]))},
+            "hierarchy": hierarchy, "workload": {"jobs": jobs},
+            "algorithms": [draw(st.sampled_from(["drf", "fifo"]))]}
+
+
+def server_usage_peaks(tasks: pd.DataFrame, exp) -> np.ndarray:
+    """Max simultaneous use of each resource on each server, rebuilt from the
+    task log (finishes before starts at equal times, as the simulator does)."""
+    demands = np.stack([exp_job.demand for exp_job in exp.workload(0).jobs])
+    peaks = np.zeros_like(exp.cluster.capacities)
+    for server, rows in tasks.groupby("server"):
+        events = []
+        for _, t in rows.iterrows():
+            d = demands[t["job"]]
+            events.append((t["start"], 1, d))
+            events.append((t["finish"], 0, -d))
+        use = np.zeros(exp.cluster.n_resources)
+        for _, _, d in sorted(events, key=lambda e: (e[0], e[1])):
+            use = use + d
+            peaks[server] = np.maximum(peaks[server], use)
+    return peaks
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=random_spec())
+def test_invariants_on_random_instances(data):
+    exp = build_experiment(data)
+    wl = exp.workload(0)
+    algo = exp.spec.algorithms[0]
+    res = Simulator(exp.cluster, exp.hierarchy, wl, make_policy(algo.name, algo.params),
+                    placement=exp.spec.cluster.placement).run()
+    tasks = res.tasks
+    # every task of every job starts once and finishes once, after its job arrived
+    assert len(tasks) == wl.n_tasks and (tasks["state"] == "finished").all()
+    durations = np.concatenate([j.durations for j in wl.jobs])
+    np.testing.assert_allclose(tasks["finish"] - tasks["start"], durations)
+    submit = np.array([wl.jobs[j].submit for j in tasks["job"]])
+    assert (tasks["start"] >= submit).all()
+    # no server over capacity at any event
+    assert (server_usage_peaks(tasks, exp) <= exp.cluster.capacities + 1e-9).all()
+    # utilization never above 1, and back to 0 at the end
+    util = res.utilization[list(exp.cluster.resources)].to_numpy()
+    assert (util <= 1 + 1e-9).all() and (util >= -1e-9).all()
+    np.testing.assert_allclose(util[-1], 0, atol=1e-9)
+    # job records agree with task records
+    jobs = res.jobs
+    np.testing.assert_allclose(jobs["first_start"], tasks.groupby("job")["start"].min())
+    np.testing.assert_allclose(jobs["finish"], tasks.groupby("job")["finish"].max())
+    assert res.makespan == tasks["finish"].max()
+    # the root's recorded allocation ends empty and never exceeds the cluster
+    root = res.allocations[res.allocations["path"] == ""]
+    assert root["tasks"].iloc[-1] == 0
+    assert (root[list(exp.cluster.resources)].to_numpy() <= exp.cluster.total + 1e-9).all()
+
+
+def test_same_spec_and_seed_give_identical_files(tmp_path: Path):
+    exp = load_spec(EXPERIMENTS / "hdrf-fig4.yaml")
+    a = run_experiment(exp, tmp_path / "a")
+    b = run_experiment(exp, tmp_path / "b")
+    for table in DETAIL_TABLES:
+        if table == "decisions":  # latency_ns is wall clock; the rest must match
+            da = pd.read_parquet(tmp_path / "a" / exp.spec.name / "decisions.parquet")
+            db = pd.read_parquet(tmp_path / "b" / exp.spec.name / "decisions.parquet")
+            pd.testing.assert_frame_equal(da.drop(columns="latency_ns"),
+                                          db.drop(columns="latency_ns"))
+            continue
+        fa = (tmp_path / "a" / exp.spec.name / f"{table}.parquet").read_bytes()
+        fb = (tmp_path / "b" / exp.spec.name / f"{table}.parquet").read_bytes()
+        assert fa == fb, table
+    keep = [c for c in a.columns if c not in WALL_CLOCK_COLUMNS]
+    pd.testing.assert_frame_equal(a[keep], b[keep])
+    assert set(WALL_CLOCK_COLUMNS) <= set(a.columns)
+
+
+def test_run_writes_the_promised_tables(tmp_path: Path):
+    exp = load_spec(EXPERIMENTS / "drf-example.yaml")
+    runs = run_experiment(exp, tmp_path)
+    folder = tmp_path / "drf-example"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [f"{t}.parquet" for t in DETAIL_TABLES] + ["runs.parquet", "spec.yaml"])
+    assert list(runs["algorithm"]) == ["drf", "fifo"]
+    drf = runs.iloc[0]
+    # 30 A tasks and 20 B tasks of 10 s; DRF keeps 3 A + 2 B running (9 CPUs):
+    # B's 20 tasks take 10 rounds = 100 s, A's 30 tasks also fit in 100 s.
+    assert drf["makespan"] == 100.0
+    assert drf["util_cpu"] == 1.0
+    assert drf["tasks_unfinished"] == 0 and drf["tasks"] == 50
+    assert drf["placements"] == 50
+    for col in ("latency_mean_ns", "latency_p50_ns", "latency_p99_ns"):
+        assert drf[col] > 0
+    reloaded = load_spec(folder / "spec.yaml")
+    assert reloaded.spec_hash == exp.spec_hash
+
+
+def test_fifo_blocks_head_of_line_unless_backfilling():
+    # 4 CPUs. The oldest job's tasks need 3 CPUs: one runs, the next waits for
+    # it; plain FIFO leaves the 4th CPU idle, backfill gives it to the young job.
+    exp = experiment(
+        cluster={"resources": ["cpu"], "servers": [{"capacity": {"cpu": 4}}]},
+        workload={"jobs": [
+            {"queue": "A", "tasks": 2, "demand": {"cpu": 3}, "duration": 5, "submit": 0},
+            {"queue": "B", "tasks": 4, "demand": {"cpu": 1}, "duration": 5, "submit": 1},
+        ]},
+    )
+    plain = allocate(exp, "fifo")
+    assert (plain.node("A")["tasks"], plain.node("B")["tasks"]) == (1, 0)
+    filled = allocate(exp, AlgorithmSpec(name="fifo", params={"backfill": True}))
+    assert (filled.node("A")["tasks"], filled.node("B")["tasks"]) == (1, 1)
+
+
+def test_churn_finishes_earliest_started_tasks_first():
+    exp = experiment()
+    # DRF example: tasks start in the order A, B, A, B, A (<9,14> used).  The
+    # first churn step ends A's first task; A (4/9 < B's 2/3) takes <1,4> back.
+    a = allocate(exp, "drf", churn=1)
+    assert (a.node("A")["tasks"], a.node("B")["tasks"]) == (3, 2)
+    b = allocate(exp, "drf", churn=2)  # then B's first ends; B (1/3) takes it back
+    assert (b.node("A")["tasks"], b.node("B")["tasks"]) == (3, 2)
