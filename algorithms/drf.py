@@ -56,9 +56,10 @@ class WeightedDRF(LeafPriorityPolicy):
 
     def attach(self, state) -> None:  # noqa: ANN001 - SchedulerState
         super().attach(state)
-        self._total = state.cluster.total
-        self._weight = state.hierarchy.weights
+        total = state.cluster.total
+        self._inv_total = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        self._weight = state.hierarchy.weights.tolist()
 
     def key(self, leaf: int) -> float:
-        share = dominant_share(self.state.alloc[leaf], self._total) / self._weight[leaf]
+        share = float((self.state.alloc[leaf] * self._inv_total).max()) / self._weight[leaf]
         return round(share, KEY_DECIMALS)

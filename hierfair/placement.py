@@ -19,6 +19,7 @@ descent can backtrack; it never returns a wrong server.)
 
 from __future__ import annotations
 
+from operator import ge as _ge
 from typing import Literal
 
 import numpy as np
@@ -39,7 +40,6 @@ class ServerIndex:
             raise ValueError(f"unknown placement {placement!r}; choose one of {PLACEMENTS}")
         self.placement = placement
         self.capacity = np.array(capacities, dtype=np.float64)
-        self.free = self.capacity.copy()
         self.total = self.capacity.sum(axis=0)
         self.free_total = self.total.copy()
         n, m = self.capacity.shape
@@ -47,31 +47,47 @@ class ServerIndex:
         while size < n:
             size *= 2
         self._size = size
-        self._tree = np.full((2 * size, m), -np.inf)
-        self._tree[size : size + n] = self.free
+        # Plain Python lists: for a handful of resources, comparing small lists
+        # is several times faster than a numpy call per tree node.
+        self._free: list[list[float]] = self.capacity.tolist()
+        empty = [-float("inf")] * m
+        tree: list[list[float]] = [empty] * (2 * size)
+        tree[size : size + n] = [list(row) for row in self._free]
         for node in range(size - 1, 0, -1):
-            self._tree[node] = np.maximum(self._tree[2 * node], self._tree[2 * node + 1])
-        self._no_fit: set[bytes] = set()
+            tree[node] = [a if a > b else b for a, b in zip(tree[2 * node], tree[2 * node + 1])]
+        self._tree = tree
+        # Answers to "where would this demand go?" (server or None), by demand
+        # bytes.  Free space only shrinks between releases, so "None" stays
+        # true until a release, and first-fit's answer stays true until its
+        # server is allocated on.
+        self._answers: dict[bytes, int | None] = {}
         # Bumped on every release; policies use it to know that a task that
         # did not fit before might fit now.
         self.release_epoch = 0
         self._scale = np.where(self.total > 0, self.total, 1.0)
 
     # -- queries -------------------------------------------------------------
+    @property
+    def free(self) -> np.ndarray:
+        """Free resources per server, shape (servers, resources)."""
+        return np.array(self._free)
+
     def fits(self, demand: np.ndarray) -> bool:
-        key = demand.tobytes()
-        if key in self._no_fit:
-            return False
-        if self._first_fit(demand) is None:
-            self._no_fit.add(key)
-            return False
-        return True
+        return self.choose(demand) is not None
 
     def choose(self, demand: np.ndarray) -> int | None:
         """The server the placement rule picks for ``demand``, or None."""
+        key = demand.tobytes()
+        try:
+            return self._answers[key]
+        except KeyError:
+            pass
         if self.placement == "first-fit":
-            return self._first_fit(demand)
-        return self._best_fit(demand)
+            server = self._first_fit([d - TOLERANCE for d in demand.tolist()])
+        else:
+            server = self._best_fit(demand)
+        self._answers[key] = server
+        return server
 
     @property
     def saturated(self) -> np.ndarray:
@@ -80,37 +96,40 @@ class ServerIndex:
 
     # -- updates -------------------------------------------------------------
     def allocate(self, server: int, demand: np.ndarray) -> None:
-        self.free[server] -= demand
+        self._update(server, demand.tolist(), -1.0)
         self.free_total -= demand
-        self._refresh(server)
+        if self.placement == "first-fit":
+            answers = self._answers
+            for key in [k for k, s in answers.items() if s == server]:
+                del answers[key]
+        else:
+            self._answers.clear()
 
     def release(self, server: int, demand: np.ndarray) -> None:
-        self.free[server] += demand
+        self._update(server, demand.tolist(), 1.0)
         self.free_total += demand
-        self._refresh(server)
-        self._no_fit.clear()
+        self._answers.clear()
         self.release_epoch += 1
 
     # -- internals -----------------------------------------------------------
-    def _refresh(self, server: int) -> None:
+    def _update(self, server: int, demand: list[float], sign: float) -> None:
+        row = [f + sign * d for f, d in zip(self._free[server], demand)]
+        self._free[server] = row
         tree = self._tree
         node = self._size + server
-        tree[node] = self.free[server]
+        tree[node] = row
         node //= 2
         while node:
-            np.maximum(tree[2 * node], tree[2 * node + 1], out=tree[node])
+            tree[node] = [a if a > b else b for a, b in zip(tree[2 * node], tree[2 * node + 1])]
             node //= 2
 
-    def _first_fit(self, demand: np.ndarray) -> int | None:
+    def _first_fit(self, need: list[float]) -> int | None:
         tree = self._tree
-        need = demand - TOLERANCE
-        if not (tree[1] >= need).all():
-            return None
-        stack = [1]
         size = self._size
+        stack = [1]
         while stack:
             node = stack.pop()
-            if not (tree[node] >= need).all():
+            if not all(map(_ge, tree[node], need)):
                 continue
             if node >= size:
                 return node - size
@@ -119,9 +138,10 @@ class ServerIndex:
         return None
 
     def _best_fit(self, demand: np.ndarray) -> int | None:
-        ok = np.all(self.free >= demand - TOLERANCE, axis=1)
+        free = self.free
+        ok = np.all(free >= demand - TOLERANCE, axis=1)
         if not ok.any():
             return None
-        leftover = ((self.free - demand) / self._scale).sum(axis=1)
+        leftover = ((free - demand) / self._scale).sum(axis=1)
         leftover[~ok] = np.inf
         return int(np.argmin(leftover))  # argmin takes the lowest index on ties

@@ -49,6 +49,8 @@ class TaskState(IntEnum):
     FINISHED = 3
 
 
+_WAITING, _PENDING, _RUNNING, _FINISHED = (int(s) for s in TaskState)
+
 # Event kinds; the value orders events that share a timestamp.
 _FINISH, _ARRIVAL = 0, 1
 
@@ -99,7 +101,7 @@ class Simulator:
         self._offset = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         n_tasks = int(self._offset[-1])
         self._task_job = np.repeat(np.arange(len(self._jobs)), sizes)
-        self._task_state = np.zeros(n_tasks, dtype=np.int8)
+        self._task_state = bytearray(n_tasks)  # TaskState values; bytearray: fast scalar access
         self._task_server = np.full(n_tasks, -1, dtype=np.int64)
         self._task_start = np.full(n_tasks, np.nan)
         self._task_finish = np.full(n_tasks, np.nan)
@@ -190,7 +192,7 @@ class Simulator:
         Returns False when no task is running.
         """
         self._manual = True
-        running = np.flatnonzero(self._task_state == TaskState.RUNNING)
+        running = np.flatnonzero(self._states() == _RUNNING)
         if running.size == 0:
             return False
         self._now += 1.0  # one churn step per unit of (fictitious) time
@@ -201,20 +203,22 @@ class Simulator:
         return True
 
     # -- transitions ---------------------------------------------------------
-    def _set_state(self, task: int, old: TaskState, new: TaskState) -> None:
-        if self._task_state[task] != old:
-            raise PolicyError(
-                f"task {task}: illegal transition {TaskState(self._task_state[task]).name}"
-                f" -> {new.name}"
-            )
-        self._task_state[task] = new
+    def _set_state(self, task: int, old: int, new: int) -> None:
+        state = self._task_state
+        if state[task] != old:
+            raise PolicyError(f"task {task}: illegal transition "
+                              f"{TaskState(state[task]).name} -> {TaskState(new).name}")
+        state[task] = new
+
+    def _states(self) -> np.ndarray:
+        return np.frombuffer(bytes(self._task_state), dtype=np.int8)
 
     def _arrive(self, job_id: int) -> None:
         job = self._jobs[job_id]
-        lo, hi = self._offset[job_id], self._offset[job_id + 1]
-        if not (self._task_state[lo:hi] == TaskState.WAITING).all():
+        lo, hi = int(self._offset[job_id]), int(self._offset[job_id + 1])
+        if self._task_state[lo:hi].count(_WAITING) != hi - lo:
             raise PolicyError(f"job {job_id} arrived twice")
-        self._task_state[lo:hi] = TaskState.PENDING
+        self._task_state[lo:hi] = bytes([_PENDING]) * (hi - lo)
         self._pending[job.leaf] += job.n_tasks
         self._queue[job.leaf].append(job_id)
         t0 = perf_counter_ns()
@@ -234,7 +238,7 @@ class Simulator:
             raise PolicyError(f"policy selected leaf {self.hierarchy.paths[leaf]!r}, "
                               "whose next task fits on no server")
         task = int(self._offset[job_id] + self._job_next[job_id])
-        self._set_state(task, TaskState.PENDING, TaskState.RUNNING)
+        self._set_state(task, _PENDING, _RUNNING)
         self._job_next[job_id] += 1
         if self._job_next[job_id] == job.n_tasks:
             queue.popleft()
@@ -255,7 +259,7 @@ class Simulator:
         return task
 
     def _finish(self, task: int) -> None:
-        self._set_state(task, TaskState.RUNNING, TaskState.FINISHED)
+        self._set_state(task, _RUNNING, _FINISHED)
         job_id = int(self._task_job[task])
         job = self._jobs[job_id]
         self._task_finish[task] = self._now
@@ -316,7 +320,7 @@ class Simulator:
             "server": self._task_server,
             "start": self._task_start,
             "finish": self._task_finish,
-            "state": [TaskState(s).name.lower() for s in self._task_state],
+            "state": pd.Categorical.from_codes(self._states(), [s.name.lower() for s in TaskState]),
         })
         job_df = pd.DataFrame({
             "job": np.arange(len(jobs)),
