@@ -12,12 +12,25 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from hierfair.algorithms.capacity import CapacityCurrent, NaiveHDRF
 from hierfair.algorithms.drf import WeightedDRF
 from hierfair.algorithms.fifo import FIFO
+from hierfair.algorithms.hdrf import DynamicHDRF, RescaleOnlyHDRF, StaticHDRF
 from hierfair.errors import SpecError, from_pydantic
 from hierfair.policy import BasePolicy
 
-ALGORITHMS: Mapping[str, type[BasePolicy]] = {cls.name: cls for cls in (WeightedDRF, FIFO)}
+ALGORITHMS: Mapping[str, type[BasePolicy]] = {
+    cls.name: cls
+    for cls in (
+        FIFO,
+        WeightedDRF,
+        StaticHDRF,
+        DynamicHDRF,
+        RescaleOnlyHDRF,
+        NaiveHDRF,
+        CapacityCurrent,
+    )
+}
 
 
 def make_policy(name: str, params: Mapping[str, Any] | None = None) -> BasePolicy:

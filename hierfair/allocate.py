@@ -36,7 +36,8 @@ class Allocation:
         i = self.paths.index(path)
         row = {r: float(v) for r, v in zip(self.resources, self.shares[i])}
         row["dominant_share"] = float(self.dominant[i])
-        row["tasks"] = int(self.tasks[i])
+        tasks = float(self.tasks[i])
+        row["tasks"] = int(tasks) if tasks.is_integer() else tasks
         return row
 
     def to_json(self) -> dict:
@@ -48,8 +49,15 @@ def allocate(exp: Experiment, algorithm: str | AlgorithmSpec, churn: int = 0,
              seed: int | None = None) -> Allocation:
     algo = algorithm if isinstance(algorithm, AlgorithmSpec) else AlgorithmSpec(name=algorithm)
     seed = exp.spec.seeds[0] if seed is None else seed
-    sim = Simulator(exp.cluster, exp.hierarchy, exp.workload(seed),
-                    make_policy(algo.name, algo.params), placement=exp.spec.cluster.placement)
+    policy = make_policy(algo.name, algo.params)
+    fractional = getattr(policy, "fractional", None)
+    if fractional is not None:  # a static definition: no tasks, no churn
+        alloc, tasks = fractional(exp.hierarchy, exp.cluster.total, exp.workload(seed))
+        return Allocation(algorithm=algo.display, resources=exp.cluster.resources,
+                          paths=exp.hierarchy.paths, shares=alloc / exp.cluster.total,
+                          tasks=tasks)
+    sim = Simulator(exp.cluster, exp.hierarchy, exp.workload(seed), policy,
+                    placement=exp.spec.cluster.placement)
     sim.submit_all()
     for _ in range(churn):
         if not sim.finish_earliest():
@@ -70,5 +78,5 @@ def format_table(a: Allocation, depth: np.ndarray) -> str:
     dom = a.dominant
     for i, name in enumerate(names):
         cells = "  ".join(f"{v:7.4f}" for v in a.shares[i])
-        lines.append(f"{name:<{width}}  {cells}  {dom[i]:8.4f}  {int(a.tasks[i]):6d}")
+        lines.append(f"{name:<{width}}  {cells}  {dom[i]:8.4f}  {a.tasks[i]:6g}")
     return "\n".join(lines)
