@@ -27,12 +27,14 @@ See docs/algorithms.md for every reading we made of the paper.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
+from pydantic import BaseModel
 
 from hierfair.model import Hierarchy, Workload
-from hierfair.policy import BasePolicy, SchedulerState
+from hierfair.policy import BasePolicy, NoParams, SchedulerState
+from hierfair.spec_base import Strict
 from hierfair.treewalk import TreeView, TreeWalkPolicy
 
 #: Relative tolerance for ties between levels, argmax sets and saturation in
@@ -44,14 +46,21 @@ TIE = 1e-9
 # Dynamic H-DRF (Algorithms 2-4)
 # ---------------------------------------------------------------------------
 def rescaled_shares(tree: TreeView, alloc: np.ndarray, in_set: np.ndarray,
-                    inv_total: np.ndarray) -> np.ndarray:
+                    inv_total: np.ndarray, demanding: np.ndarray | None = None
+                    ) -> np.ndarray:
     """Algorithm 3 (UpdateS), vectorised level by level from the leaves up.
 
     ``alloc`` holds the leaves' consumption vectors; ``in_set`` flags the
-    leaves whose vectors are rescaled (and whose shares define the minimum);
+    leaves whose shares define the minimum (the non-blocked ones);
     ``inv_total`` is ``1 / R_j`` for the resources that count in dominant
     shares and 0 for those left out.  Returns every node's (unweighted)
     dominant share of its rescaled consumption.
+
+    With ``demanding`` None (the paper's rule) the children in the set are
+    rescaled to the minimum and the others added as they are.  With
+    ``demanding`` given (the *frozen* rule, docs/algorithms.md) every
+    demanding child is scaled *down* to the minimum, never up: a blocked child
+    counts with what it held when the resources now being allocated saturated.
 
     Weights enter the rescaling: a child of weight ``w_c`` is scaled to
     dominant share ``w_c * M`` where ``M`` is the smallest *weighted* share
@@ -70,12 +79,23 @@ def rescaled_shares(tree: TreeView, alloc: np.ndarray, in_set: np.ndarray,
         least = np.full(n, np.inf)
         np.minimum.at(least, par[sel], s[sel] / w[nodes[sel]])
         scale = np.ones(len(nodes))
-        ok = sel & (s > 0)
-        scale[ok] = least[par[ok]] * w[nodes[ok]] / s[ok]
+        if demanding is None:
+            ok = sel & (s > 0)
+            scale[ok] = least[par[ok]] * w[nodes[ok]] / s[ok]
+        else:
+            ok = demanding[nodes] & (s > 0) & np.isfinite(least[par])
+            scale[ok] = np.minimum(1.0, least[par[ok]] * w[nodes[ok]] / s[ok])
         U[np.unique(par)] = 0.0
         np.add.at(U, par, U[nodes] * scale[:, None])
         np.logical_or.at(inset, par, inset[nodes])
     return share
+
+
+class HDRFParams(Strict):
+    #: "paper": Algorithm 3 as written.  "frozen": scale every demanding
+    #: child down to the minimum and count saturated resources -- the reading
+    #: under which Theorem 1 holds (docs/algorithms.md, "hdrf").
+    attribution: Literal["paper", "frozen"] = "paper"
 
 
 class DynamicHDRF(TreeWalkPolicy):
@@ -90,20 +110,23 @@ class DynamicHDRF(TreeWalkPolicy):
     name: ClassVar[str] = "hdrf"
     description: ClassVar[str] = ("dynamic H-DRF: rescale to the minimum non-blocked child, "
                                   "ignore blocked nodes and saturated resources (H-DRF Alg. 2-4)")
+    Params: ClassVar[type[BaseModel]] = HDRFParams
     #: False gives the rescaling-only intermediate of §3.4.
     ignore_blocked: ClassVar[bool] = True
 
     def scores(self, demanding: np.ndarray, fits: np.ndarray,
                demand: np.ndarray) -> np.ndarray:
         leaf_demanding = demanding & self.tree.is_leaf
-        if self.ignore_blocked:
+        frozen = getattr(self.params, "attribution", "paper") == "frozen"
+        if not self.ignore_blocked:
+            in_set, inv = leaf_demanding, self.inv_total
+        else:
             unsaturated = unsaturated_resources(demand, leaf_demanding & fits)
             uses_saturated = (demand[:, ~unsaturated] > 0).any(axis=1)
             in_set = leaf_demanding & ~uses_saturated
-            inv = np.where(unsaturated, self.inv_total, 0.0)
-        else:
-            in_set, inv = leaf_demanding, self.inv_total
-        share = rescaled_shares(self.tree, self.state.alloc, in_set, inv)
+            inv = self.inv_total if frozen else np.where(unsaturated, self.inv_total, 0.0)
+        share = rescaled_shares(self.tree, self.state.alloc, in_set, inv,
+                                demanding if frozen else None)
         return share / self.tree.weights
 
 
@@ -113,6 +136,7 @@ class RescaleOnlyHDRF(DynamicHDRF):
     saturated resources still count.  Fails on Fig. 5 (n3,2 gets 2/3 of the
     GPUs instead of 1/2) -- kept to show that failure."""
 
+    Params: ClassVar[type[BaseModel]] = NoParams
     name: ClassVar[str] = "hdrf-rescale-only"
     description: ClassVar[str] = ("H-DRF with rescaling but without ignoring blocked nodes "
                                   "(the §3.4 intermediate that fails on Fig. 5)")

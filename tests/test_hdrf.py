@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from hierfair.allocate import Allocation, allocate
-from hierfair.spec import build_experiment, load_spec, read_yaml
+from hierfair.spec import AlgorithmSpec, build_experiment, load_spec, read_yaml
 
 from .conftest import EXPERIMENTS
 
-EXACT = ["static-hdrf", "hdrf"]
+FROZEN = AlgorithmSpec(name="hdrf", params={"attribution": "frozen"}, label="hdrf-frozen")
+EXACT = ["static-hdrf", "hdrf", FROZEN]
 
 
 def spec(name: str):
@@ -45,8 +46,9 @@ def test_fig4_naive_starves_n21_after_churn_and_hdrf_does_not():
     assert naive.node("n2/n21")["tasks"] == 0
     assert share(naive, "n1/n11", "cpu") == 1.0
     assert share(naive, "n2/n22", "gpu") == 1.0
-    hdrf = allocate(exp, "hdrf", churn=40)
-    assert [hdrf.node(p)["tasks"] for p in ("n1/n11", "n2/n21", "n2/n22")] == [5, 5, 10]
+    for algorithm in ("hdrf", FROZEN):
+        hdrf = allocate(exp, algorithm, churn=40)
+        assert [hdrf.node(p)["tasks"] for p in ("n1/n11", "n2/n21", "n2/n22")] == [5, 5, 10]
 
 
 def test_fig4_capacity_current_leaves_gpus_idle():
@@ -115,3 +117,28 @@ def test_static_hdrf_is_exact_where_tasks_are_not():
     assert share(a, "n1/n11", "cpu") == pytest.approx(0.8, abs=1e-12)
     assert a.node("n1/n11")["tasks"] == pytest.approx(156.8)
     np.testing.assert_allclose(a.shares[0], a.shares[[1, 4]].sum(axis=0))
+
+
+THEOREM1_COUNTEREXAMPLE = {
+    "name": "theorem1-counterexample",
+    "cluster": {"resources": ["r0", "r1"], "servers": [{"capacity": {"r0": 120, "r1": 120}}]},
+    "hierarchy": {"A": {}, "B": {"children": {"C": {}, "D": {}, "E": {}}}},
+    "workload": {"jobs": [
+        {"queue": q, "tasks": 1000, "demand": {r: 1}, "duration": 1}
+        for q, r in (("A", "r1"), ("B/C", "r1"), ("B/D", "r0"), ("B/E", "r0"))]},
+    "algorithms": ["hdrf"],
+}
+
+
+def test_theorem1_counterexample():
+    # Static H-DRF: r1 saturates with A = 2/3, C = 1/3 (B = D + E on r0 = 2/3),
+    # then D and E fill r0.  After churn, Algorithm 3 as written attributes B
+    # only C's 1/3 (D and E are blocked and r0 is saturated, so both are
+    # ignored) and hands A's CPUs to C until A = C = 1/2.  The frozen reading
+    # counts D and E at the level they held when r1 saturated and keeps 2/3.
+    exp = build_experiment(THEOREM1_COUNTEREXAMPLE)
+    static = allocate(exp, "static-hdrf")
+    assert static.node("A")["r1"] == pytest.approx(2 / 3)
+    assert allocate(exp, "hdrf").node("A")["r1"] == pytest.approx(2 / 3)  # before churn
+    assert allocate(exp, "hdrf", churn=600).node("A")["r1"] == pytest.approx(1 / 2)
+    assert allocate(exp, FROZEN, churn=600).node("A")["r1"] == pytest.approx(2 / 3)
