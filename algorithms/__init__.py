@@ -13,9 +13,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from hierfair.algorithms.capacity import CapacityCurrent, NaiveHDRF
+from hierfair.algorithms.collapsed import Collapsed, CollapsedCPU, CollapsedMem
 from hierfair.algorithms.drf import WeightedDRF
 from hierfair.algorithms.fifo import FIFO
 from hierfair.algorithms.hdrf import DynamicHDRF, RescaleOnlyHDRF, StaticHDRF
+from hierfair.algorithms.mch import MCH
 from hierfair.errors import SpecError, from_pydantic
 from hierfair.policy import BasePolicy
 
@@ -29,6 +31,10 @@ ALGORITHMS: Mapping[str, type[BasePolicy]] = {
         RescaleOnlyHDRF,
         NaiveHDRF,
         CapacityCurrent,
+        Collapsed,
+        CollapsedCPU,
+        CollapsedMem,
+        MCH,
     )
 }
 

@@ -98,6 +98,10 @@ class BasePolicy:
     description: ClassVar[str] = ""
     Params: ClassVar[type[BaseModel]] = NoParams
 
+    @classmethod
+    def check(cls, params: BaseModel, cluster: Cluster) -> None:
+        """Reject params that cannot work on this cluster (raise SpecError)."""
+
     def __init__(self, params: BaseModel | None = None) -> None:
         self.params = params if params is not None else self.Params()
         self.state: SchedulerState

@@ -175,7 +175,8 @@ def build_experiment(data: Any, source: str = "<spec>") -> Experiment:
     hierarchy = build_hierarchy(spec.hierarchy)
     for i, algo in enumerate(spec.algorithms):
         try:
-            make_policy(algo.name, algo.params)
+            policy = make_policy(algo.name, algo.params)
+            type(policy).check(policy.params, cluster)
         except SpecError as exc:
             where = f"algorithms[{i}]" + ("" if exc.where == "algorithm" else f".{exc.where}")
             if exc.where == "algorithm":
