@@ -117,14 +117,15 @@ def test_static_hdrf_respects_caps(inst, caps_seed):
 def discreteness_slack(h: Hierarchy, demands: np.ndarray, capacity: float) -> np.ndarray:
     """How far whole tasks may leave a leaf from the exact (fluid) allocation.
 
-    A leaf's own last task, plus one task of any leaf that took crumbs it could
-    not use, stretched by the largest weight ratio in the tree (a heavier
-    sibling's task counts for more share).  Theorem 1's "small tasks" make
-    this slack vanish; with whole tasks it does not.
+    A leaf's own last task, plus the overshoot of the others: when a resource
+    saturates, every leaf using it may hold up to one task more than the
+    fluid level, and a sibling of weight w answers that overshoot with w
+    times as much (zero-gain phases of the water-filling).  Theorem 1's
+    "small tasks" make this slack vanish; with whole tasks it does not.
     """
     task = (demands / capacity).max(axis=1)
     ratio = h.weights.max() / h.weights.min()
-    return task + ratio * task.max() + 1e-9
+    return task + ratio * task.sum() + 1e-9
 
 
 def _spec(nodes, demands, capacity, tasks):
@@ -146,17 +147,17 @@ def _spec(nodes, demands, capacity, tasks):
             "algorithms": ["hdrf"]}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(inst=instances(max_depth=3))
 def test_dynamic_hdrf_converges_to_static_after_churn(inst):
     nodes, h, demands = inst
     if not demands.any():
         return
-    capacity = 120.0  # tasks of 1-4 units: each a small slice of the cluster
-    exp = build_experiment(_spec(nodes, demands, capacity, tasks=10_000))
+    capacity = 1200.0  # tasks of 1-4 units: small slices of the cluster
+    exp = build_experiment(_spec(nodes, demands, capacity, tasks=100_000))
     static = allocate(exp, "static-hdrf")
     running = int(allocate(exp, FROZEN).tasks[0])
-    dynamic = allocate(exp, FROZEN, churn=2 * running)
+    dynamic = allocate(exp, FROZEN, churn=running)  # every first-fill task ends once
     slack = discreteness_slack(h, demands, capacity)
     for leaf in h.leaves:
         got = dynamic.node(h.paths[leaf])["dominant_share"]
