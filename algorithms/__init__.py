@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from hierfair.algorithms.capacity import CapacityCurrent, NaiveHDRF
 from hierfair.algorithms.collapsed import Collapsed, CollapsedCPU, CollapsedMem
+from hierfair.algorithms.dff import DFF
 from hierfair.algorithms.drf import WeightedDRF
 from hierfair.algorithms.fifo import FIFO
 from hierfair.algorithms.hdrf import DynamicHDRF, RescaleOnlyHDRF, StaticHDRF
@@ -35,6 +36,7 @@ ALGORITHMS: Mapping[str, type[BasePolicy]] = {
         CollapsedCPU,
         CollapsedMem,
         MCH,
+        DFF,
     )
 }
 

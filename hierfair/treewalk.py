@@ -51,7 +51,8 @@ class TreeView:
         self.levels = [np.flatnonzero(depth == d) for d in range(int(depth.max()), 0, -1)]
 
     def any_below(self, leaf_flags: np.ndarray) -> np.ndarray:
-        """Per node: does any leaf of its subtree have the flag?"""
+        """Per node: does any leaf of its subtree have the flag?  (Rows may be
+        vectors of flags, e.g. one per resource.)"""
         out = leaf_flags.copy()
         for nodes in self.levels:
             np.logical_or.at(out, self.parent[nodes], out[nodes])
