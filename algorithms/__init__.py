@@ -7,6 +7,7 @@ policy class.  Each class carries a one-line ``description`` and a pydantic
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ from hierfair.algorithms.drf import WeightedDRF
 from hierfair.algorithms.fifo import FIFO
 from hierfair.algorithms.hdrf import DynamicHDRF, RescaleOnlyHDRF, StaticHDRF
 from hierfair.algorithms.mch import MCH
+from hierfair.algorithms.slots import Slots
 from hierfair.errors import SpecError, from_pydantic
 from hierfair.policy import BasePolicy
 
@@ -37,12 +39,19 @@ ALGORITHMS: Mapping[str, type[BasePolicy]] = {
         CollapsedMem,
         MCH,
         DFF,
+        Slots,
     )
 }
+
+#: ``slots-4`` is ``slots-k`` with ``k: 4``.
+_SLOTS_ALIAS = re.compile(r"^slots-(\d+)$")
 
 
 def make_policy(name: str, params: Mapping[str, Any] | None = None) -> BasePolicy:
     """A fresh policy instance; bad names or params raise :class:`SpecError`."""
+    alias = _SLOTS_ALIAS.match(name)
+    if alias:
+        name, params = Slots.name, {"k": int(alias.group(1)), **dict(params or {})}
     try:
         cls = ALGORITHMS[name]
     except KeyError:

@@ -94,6 +94,11 @@ class ServerIndex:
         """Resources that are fully used cluster-wide (H-DRF §3.4)."""
         return self.free_total <= TOLERANCE * self._scale
 
+    def duration_factor(self, server: int) -> float:
+        """How much slower a task starting now on ``server`` runs (never: tasks
+        here get what they demand)."""
+        return 1.0
+
     # -- updates -------------------------------------------------------------
     def allocate(self, server: int, demand: np.ndarray) -> None:
         self._update(server, demand.tolist(), -1.0)

@@ -102,6 +102,11 @@ class BasePolicy:
     def check(cls, params: BaseModel, cluster: Cluster) -> None:
         """Reject params that cannot work on this cluster (raise SpecError)."""
 
+    def make_index(self, cluster: Cluster, placement: str) -> Any:
+        """The placement index this policy needs, or None for the usual
+        resource-fitting one (slot schedulers bring their own)."""
+        return None
+
     def __init__(self, params: BaseModel | None = None) -> None:
         self.params = params if params is not None else self.Params()
         self.state: SchedulerState

@@ -88,7 +88,8 @@ class Simulator:
         for i, job in enumerate(self._jobs):
             if job.id != i:
                 raise ValueError("workload jobs must be numbered 0..n-1 in order")
-        self._index = ServerIndex(cluster.capacities, placement)
+        self._index = (policy.make_index(cluster, placement)
+                       or ServerIndex(cluster.capacities, placement))
         n_nodes, m = hierarchy.n_nodes, cluster.n_resources
         self.alloc = np.zeros((n_nodes, m))
         self.running = np.zeros(n_nodes, dtype=np.int64)
@@ -255,6 +256,7 @@ class Simulator:
         self.running[path] += 1
         self._dirty.add(leaf)
         duration = float(job.durations[task - self._offset[job_id]])
+        duration *= self._index.duration_factor(server)
         heapq.heappush(self._events, (self._now + duration, _FINISH, task))
         return task
 
