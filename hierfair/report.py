@@ -46,9 +46,11 @@ def plot_shares(folder: Path) -> Path | None:
     data = data.merge(runs[["run", "label", "seed"]], on="run")
     data = data[data["seed"] == data["seed"].min()]  # one seed keeps panels readable
     sns.set_theme(style="whitegrid", context="notebook")
+    few = data["path"].nunique() <= 8  # dashes tell overlapping lines apart
     grid = sns.relplot(data=data, x="time", y="dominant_share", hue="path", col="label",
-                       kind="line", drawstyle="steps-post", col_wrap=min(3, data["label"].nunique()),
-                       height=3.2, aspect=1.4, facet_kws={"sharex": False})
+                       style="path" if few else None, kind="line", drawstyle="steps-post",
+                       col_wrap=min(3, data["label"].nunique()), height=3.2, aspect=1.4,
+                       facet_kws={"sharex": False})
     grid.set_axis_labels("simulated time", "dominant share")
     grid.set_titles("{col_name}")
     grid.legend.set_title("leaf")
