@@ -35,7 +35,6 @@ import yaml
 from pydantic import (
     Field,
     NonNegativeFloat,
-    PositiveFloat,
     PositiveInt,
     ValidationError,
     field_validator,
@@ -191,7 +190,7 @@ def _build_cluster(spec: ClusterSpec) -> Cluster:
     resources = tuple(spec.resources)
     rows, names = [], []
     for i, server in enumerate(spec.servers):
-        for r, amount in server.capacity.items():
+        for r in server.capacity:
             if r not in resources:
                 raise SpecError(f"unknown resource; the cluster has {list(resources)}",
                                 where=f"cluster.servers[{i}].capacity.{r}", value=r)
