@@ -69,7 +69,6 @@ def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
              source: str) -> Workload:
     """Check jobs against the cluster and hierarchy, then number them in
     arrival order (submit time; listed order breaks ties)."""
-    leaves = hierarchy.leaves
     jobs = []
     for r in raw:
         if r.queue not in hierarchy:
@@ -77,7 +76,8 @@ def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
                             value=r.queue)
         leaf = hierarchy.index(r.queue)
         if not hierarchy.is_leaf(leaf):
-            under = [hierarchy.paths[x] for x in leaves if hierarchy.paths[x].startswith(r.queue + "/")]
+            below = range(leaf, int(hierarchy.subtree_end[leaf]))
+            under = [hierarchy.paths[x] for x in below if hierarchy.is_leaf(x)]
             raise SpecError(f"is an internal node; jobs go to leaves such as {under[:3]}",
                             where=f"{r.where}.queue", value=r.queue)
         for res in r.demand:
