@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+# Real traces are read from here when present (never copied into the project).
+export HIERFAIR_DATA ?= $(abspath ../shared/traces)
 
 .PHONY: reproduce test install clean
 

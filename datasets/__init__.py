@@ -1,10 +1,11 @@
-"""Workload and hierarchy kinds, installed as ``hierfair.datasets``.
+"""Workload, hierarchy and cluster kinds, installed as ``hierfair.datasets``.
 
-A spec's ``workload:`` is either an explicit job list (``jobs:``) or a
-generator/loader selected by ``kind:``; its ``hierarchy:`` is either a nested
-mapping written out by hand or, later, a generator selected by ``kind:``.
-Each kind owns a pydantic ``Params`` model, so unknown options are rejected
-with the field path that names them.
+A spec's ``workload:`` is an explicit job list (``jobs:``) or a generator or
+trace loader selected by ``kind:``; its ``hierarchy:`` is a nested mapping
+written out by hand or a generator selected by ``kind:``; its ``cluster:`` is
+a list of servers or, with ``kind:``, a named cluster.  Each kind owns a
+pydantic ``Params`` model, so unknown options are rejected with the field
+path that names them.  docs/workloads.md documents every kind.
 """
 
 from __future__ import annotations
@@ -15,46 +16,89 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from hierfair.datasets import jobs, tree
+from hierfair.datasets import (
+    cpu_mic,
+    facebook,
+    full_binary,
+    google,
+    jobs,
+    paper_trees,
+    swf,
+    swim,
+    tree,
+)
+from hierfair.datasets.base import BuildContext
 from hierfair.errors import SpecError, from_pydantic
-from hierfair.model import Cluster, Hierarchy, Workload
+from hierfair.model import Hierarchy, Workload
 
 
 @dataclass(frozen=True)
-class WorkloadKind:
+class Kind:
     name: str
     description: str
     Params: type[BaseModel]
-    build: Callable[..., Workload]
+    build: Callable[..., Any]
 
 
-WORKLOAD_KINDS: Mapping[str, WorkloadKind] = {
-    "jobs": WorkloadKind("jobs", "explicit job list written in the spec", jobs.Params, jobs.build),
-}
+def _table(*kinds: Kind) -> Mapping[str, Kind]:
+    return {k.name: k for k in kinds}
 
-HIERARCHY_KINDS: Mapping[str, str] = {
-    "tree": "nested mapping written in the spec (name -> {weight?, children?})",
-}
+
+WORKLOAD_KINDS = _table(
+    Kind("jobs", "explicit job list written in the spec", jobs.Params, jobs.build),
+    Kind("facebook-bins", "Facebook job sizes of H-DRF Table 1, §5.2 memory rule",
+         facebook.Params, facebook.build),
+    Kind("swim", "SWIM Facebook 2009/2010 day traces (bytes -> map/reduce tasks)",
+         swim.Params, swim.build),
+    Kind("google-2011", "Google cluster-data 2011 task_events parts (sampled jobs)",
+         google.Params, google.build),
+    Kind("google-synthetic", "jobs drawn from distributions fitted to cluster-data 2011",
+         google.SyntheticParams, google.build_synthetic),
+    Kind("cpu-mic", "the DFF letter's five CPU-MIC jobs (Table 1)", cpu_mic.WorkloadParams,
+         cpu_mic.build_workload),
+    Kind("swf", "Standard Workload Format traces (Parallel Workloads Archive)", swf.Params,
+         swf.build),
+)
+
+HIERARCHY_KINDS = _table(
+    Kind("tree", "nested mapping written in the spec (name -> {weight?, children?})",
+         tree.NodeSpec, tree.from_nested),
+    Kind("full-binary", "full tree of L levels, fan-out b, equal or seeded random weights",
+         full_binary.Params, full_binary.build),
+    Kind("paper", "the papers' example trees by figure (hdrf-fig10, dff-fig1, ...)",
+         paper_trees.Params, paper_trees.build),
+)
+
+CLUSTER_KINDS = _table(
+    Kind("cpu-mic", "the DFF letter's CPU-MIC cluster, CPU:MIC ratio as a parameter",
+         cpu_mic.ClusterParams, cpu_mic.build_cluster),
+)
+
+
+def parse(kinds: Mapping[str, Kind], data: Mapping[str, Any], where: str,
+          default: str | None = None) -> tuple[Kind, BaseModel]:
+    """Pick the kind named by ``data['kind']`` and validate its params."""
+    name = data.get("kind", default)
+    if name not in kinds:
+        raise SpecError(f"unknown kind; known: {', '.join(k for k in kinds if k != 'tree')}",
+                        where=f"{where}.kind", value=name)
+    kind = kinds[name]
+    try:
+        return kind, kind.Params.model_validate(data)
+    except ValidationError as exc:
+        raise from_pydantic(exc, prefix=where, model=kind.Params) from None
 
 
 def build_hierarchy(data: Mapping[str, Any]) -> Hierarchy:
-    kind = data.get("kind")
-    if isinstance(kind, str):
-        raise SpecError(f"unknown hierarchy kind; write the tree out as a nested mapping "
-                        f"(kinds: {', '.join(HIERARCHY_KINDS)})", where="hierarchy.kind",
-                        value=kind)
-    return tree.from_nested(data)
+    if not isinstance(data.get("kind"), str):  # a node may be called "kind"
+        return tree.from_nested(data)
+    kind, params = parse(HIERARCHY_KINDS, data, "hierarchy")
+    if kind.name == "tree":
+        raise SpecError("write the tree out as a nested mapping, without 'kind'",
+                        where="hierarchy.kind", value="tree")
+    return kind.build(params)
 
 
-def build_workload(data: Mapping[str, Any], cluster: Cluster, hierarchy: Hierarchy,
-                   seed: int, source: str = "") -> Workload:
-    name = data.get("kind", "jobs")
-    if name not in WORKLOAD_KINDS:
-        raise SpecError(f"unknown workload kind; known: {', '.join(WORKLOAD_KINDS)}",
-                        where="workload.kind", value=name)
-    kind = WORKLOAD_KINDS[name]
-    try:
-        params = kind.Params.model_validate(data)
-    except ValidationError as exc:
-        raise from_pydantic(exc, prefix="workload", model=kind.Params) from None
-    return kind.build(params, cluster, hierarchy, seed, source)
+def build_workload(data: Mapping[str, Any], ctx: BuildContext) -> Workload:
+    kind, params = parse(WORKLOAD_KINDS, data, "workload", default="jobs")
+    return kind.build(params, ctx)

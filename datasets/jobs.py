@@ -1,4 +1,4 @@
-"""Explicit job lists, and the checks every workload kind's jobs go through.
+"""Explicit job lists written in the spec.
 
 ::
 
@@ -14,15 +14,13 @@ task; ``submit`` defaults to 0.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
+from hierfair.datasets.base import BuildContext, RawJob, finalize
 from hierfair.errors import SpecError
-from hierfair.model import Cluster, Hierarchy, Job, Workload
+from hierfair.model import Workload
 from hierfair.spec_base import Strict
 
 
@@ -40,20 +38,7 @@ class Params(Strict):
     jobs: list[JobSpec] = Field(min_length=1)
 
 
-@dataclass(frozen=True)
-class RawJob:
-    """A job as a workload kind produces it, before checking against the spec."""
-
-    queue: str
-    demand: dict[str, float]
-    durations: Sequence[float] | np.ndarray
-    submit: float = 0.0
-    name: str = ""
-    where: str = ""  # where it came from (field path or file:line), for messages
-
-
-def build(params: Params, cluster: Cluster, hierarchy: Hierarchy, seed: int,
-          source: str) -> Workload:
+def build(params: Params, ctx: BuildContext) -> Workload:
     raw = []
     for i, j in enumerate(params.jobs):
         where = f"workload.jobs[{i}]"
@@ -62,44 +47,4 @@ def build(params: Params, cluster: Cluster, hierarchy: Hierarchy, seed: int,
             raise SpecError(f"needs one duration per task ({j.tasks})",
                             where=f"{where}.duration", value=len(durations))
         raw.append(RawJob(j.queue, j.demand, durations, j.submit, j.name or f"job{i}", where))
-    return finalize(raw, cluster, hierarchy, source="explicit job list")
-
-
-def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
-             source: str) -> Workload:
-    """Check jobs against the cluster and hierarchy, then number them in
-    arrival order (submit time; listed order breaks ties)."""
-    jobs = []
-    for r in raw:
-        if r.queue not in hierarchy:
-            raise SpecError("no such queue in the hierarchy", where=f"{r.where}.queue",
-                            value=r.queue)
-        leaf = hierarchy.index(r.queue)
-        if not hierarchy.is_leaf(leaf):
-            below = range(leaf, int(hierarchy.subtree_end[leaf]))
-            under = [hierarchy.paths[x] for x in below if hierarchy.is_leaf(x)]
-            raise SpecError(f"is an internal node; jobs go to leaves such as {under[:3]}",
-                            where=f"{r.where}.queue", value=r.queue)
-        for res in r.demand:
-            if res not in cluster.resources:
-                raise SpecError(f"unknown resource; the cluster has {list(cluster.resources)}",
-                                where=f"{r.where}.demand.{res}", value=res)
-        demand = cluster.vector(r.demand)
-        if not (demand > 0).any():
-            raise SpecError("a task must demand some resource", where=f"{r.where}.demand",
-                            value=dict(r.demand))
-        if not cluster.fits_somewhere(demand):
-            biggest = cluster.capacities.max(axis=0)
-            raise SpecError(
-                "a task of this job fits on no server (largest server capacity per "
-                f"resource: {dict(zip(cluster.resources, biggest.tolist()))})",
-                where=f"{r.where}.demand", value=dict(r.demand))
-        demand.setflags(write=False)
-        durations = np.asarray(r.durations, dtype=np.float64)
-        jobs.append((float(r.submit), leaf, demand, durations, r.name))
-    order = sorted(range(len(jobs)), key=lambda i: jobs[i][0])  # stable: listed order on ties
-    return Workload(
-        jobs=tuple(Job(id=k, leaf=jobs[i][1], submit=jobs[i][0], demand=jobs[i][2],
-                       durations=jobs[i][3], name=jobs[i][4]) for k, i in enumerate(order)),
-        source=source,
-    )
+    return finalize(raw, ctx.cluster, ctx.hierarchy, source="explicit job list")

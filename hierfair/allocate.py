@@ -57,7 +57,7 @@ def allocate(exp: Experiment, algorithm: str | AlgorithmSpec, churn: int = 0,
                           paths=exp.hierarchy.paths, shares=alloc / exp.cluster.total,
                           tasks=tasks)
     sim = Simulator(exp.cluster, exp.hierarchy, exp.workload(seed), policy,
-                    placement=exp.spec.cluster.placement)
+                    placement=exp.placement)
     sim.submit_all()
     for _ in range(churn):
         if not sim.finish_earliest():

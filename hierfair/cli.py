@@ -40,7 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"hierfair {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    v = sub.add_parser("validate", help="check specs; exit 2 naming the first problem")
+    data_dir = argparse.ArgumentParser(add_help=False)
+    data_dir.add_argument("--data-dir", metavar="DIR", default=None,
+                          help="where trace files are looked for (also $HIERFAIR_DATA)")
+
+    v = sub.add_parser("validate", parents=[data_dir],
+                       help="check specs; exit 2 naming the first problem")
     v.add_argument("specs", nargs="+", metavar="SPEC")
     v.set_defaults(func=_validate)
 
@@ -49,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="folder of specs to list (default: %(default)s)")
     ls.set_defaults(func=_list)
 
-    r = sub.add_parser("run", help="run every algorithm x seed of each spec")
+    r = sub.add_parser("run", parents=[data_dir], help="run every algorithm x seed of each spec")
     r.add_argument("specs", nargs="+", metavar="SPEC")
     r.add_argument("--out", default="results", metavar="DIR",
                    help="results go to DIR/<spec name>/ (default: %(default)s)")
@@ -59,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("folder", nargs="?", default="reports", metavar="DIR")
     rep.set_defaults(func=_report)
 
-    a = sub.add_parser("allocate", help="fill an empty cluster and print every node's share")
+    a = sub.add_parser("allocate", parents=[data_dir],
+                       help="fill an empty cluster and print every node's share")
     a.add_argument("spec", metavar="SPEC")
     a.add_argument("--algorithm", "-a", required=True, metavar="NAME")
     a.add_argument("--churn", type=int, default=0, metavar="N",
@@ -74,17 +80,18 @@ def _validate(args: argparse.Namespace) -> int:
     from hierfair.spec import load_spec
 
     for path in args.specs:
-        exp = load_spec(path)
+        exp = load_spec(path, data_dir=args.data_dir)
         wl = exp.workload(exp.spec.seeds[0])
         print(f"{path}: ok ({exp.spec.name}: {len(exp.spec.algorithms)} algorithm(s) x "
               f"{len(exp.spec.seeds)} seed(s); {exp.cluster.n_servers} server(s), "
-              f"{len(exp.hierarchy.leaves)} leaves, {len(wl.jobs)} jobs, {wl.n_tasks} tasks)")
+              f"{len(exp.hierarchy.leaves)} leaves, {len(wl.jobs)} jobs, {wl.n_tasks} tasks; "
+              f"input: {wl.source})")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
     from hierfair.algorithms import ALGORITHMS
-    from hierfair.datasets import HIERARCHY_KINDS, WORKLOAD_KINDS
+    from hierfair.datasets import CLUSTER_KINDS, HIERARCHY_KINDS, WORKLOAD_KINDS
 
     def section(title: str, rows: list[tuple[str, str]]) -> None:
         print(title)
@@ -95,7 +102,8 @@ def _list(args: argparse.Namespace) -> int:
 
     section("algorithms:", [(n, c.description) for n, c in ALGORITHMS.items()])
     section("workload kinds:", [(n, k.description) for n, k in WORKLOAD_KINDS.items()])
-    section("hierarchy kinds:", list(HIERARCHY_KINDS.items()))
+    section("hierarchy kinds:", [(n, k.description) for n, k in HIERARCHY_KINDS.items()])
+    section("cluster kinds:", [(n, k.description) for n, k in CLUSTER_KINDS.items()])
     folder = Path(args.experiments)
     rows = []
     for path in sorted(folder.glob("*.yaml")):
@@ -120,7 +128,7 @@ def _run(args: argparse.Namespace) -> int:
 
     # Validate every spec before running any, so a typo in the last one does
     # not surface after an hour of work.
-    experiments = [load_spec(p) for p in args.specs]
+    experiments = [load_spec(p, data_dir=args.data_dir) for p in args.specs]
     out = Path(args.out)
     for exp in experiments:
         run_experiment(exp, out, log=log_to_stderr)
@@ -140,7 +148,7 @@ def _allocate(args: argparse.Namespace) -> int:
     from hierfair.errors import SpecError
     from hierfair.spec import AlgorithmSpec, load_spec
 
-    exp = load_spec(args.spec)
+    exp = load_spec(args.spec, data_dir=args.data_dir)
     if args.churn < 0:
         raise SpecError("must be >= 0", where="--churn", value=args.churn)
     algo = next((a for a in exp.spec.algorithms if args.algorithm in (a.name, a.label)), None)

@@ -28,7 +28,10 @@ class SpecError(HierfairError):
         super().__init__(str(self))
 
     def with_file(self, file: str) -> SpecError:
-        return SpecError(self.message, file=file, where=self.where, value=self.value)
+        """The same error, naming ``file`` unless it already names one (a
+        trace file's error keeps the trace's name)."""
+        return SpecError(self.message, file=self.file or file, where=self.where,
+                         value=self.value)
 
     def __str__(self) -> str:
         parts = [p for p in (self.file, self.where) if p]

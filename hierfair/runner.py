@@ -41,7 +41,7 @@ def run_id(index: int, algo: AlgorithmSpec, seed: int) -> str:
 def simulate(exp: Experiment, algo: AlgorithmSpec, seed: int) -> SimulationResult:
     """One run: a fresh policy on a fresh simulator."""
     sim = Simulator(exp.cluster, exp.hierarchy, exp.workload(seed),
-                    make_policy(algo.name, algo.params), placement=exp.spec.cluster.placement)
+                    make_policy(algo.name, algo.params), placement=exp.placement)
     return sim.run()
 
 

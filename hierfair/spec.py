@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,7 +41,8 @@ from pydantic import (
 )
 
 from hierfair.algorithms import ALGORITHMS, make_policy
-from hierfair.datasets import build_hierarchy, build_workload
+from hierfair.datasets import CLUSTER_KINDS, build_hierarchy, build_workload, parse
+from hierfair.datasets.base import BuildContext
 from hierfair.errors import SpecError, from_pydantic
 from hierfair.model import Cluster, Hierarchy, Workload
 from hierfair.placement import PLACEMENTS
@@ -81,7 +82,7 @@ class AlgorithmSpec(Strict):
 class Spec(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
-    cluster: ClusterSpec
+    cluster: dict[str, Any] = Field(min_length=1)
     hierarchy: dict[str, Any] = Field(min_length=1)
     workload: dict[str, Any]
     algorithms: list[AlgorithmSpec] = Field(min_length=1)
@@ -100,13 +101,20 @@ class Experiment:
     """A validated spec with its cluster and hierarchy built."""
 
     spec: Spec
-    source: str  # file the spec came from, for messages
+    source: str  # file the spec came from, for messages and relative traces
     cluster: Cluster
     hierarchy: Hierarchy
+    placement: str = "first-fit"
+    data_dir: str | None = None
+    _workloads: dict[int, Workload] = field(default_factory=dict, repr=False, compare=False)
 
     def workload(self, seed: int) -> Workload:
-        return build_workload(self.spec.workload, self.cluster, self.hierarchy, seed,
-                              source=self.source)
+        """The workload for ``seed`` (built once: traces are read once per seed)."""
+        if seed not in self._workloads:
+            ctx = BuildContext(cluster=self.cluster, hierarchy=self.hierarchy, seed=seed,
+                               spec_path=self.source, data_dir=self.data_dir)
+            self._workloads[seed] = build_workload(self.spec.workload, ctx)
+        return self._workloads[seed]
 
     @property
     def spec_hash(self) -> str:
@@ -153,16 +161,22 @@ def read_yaml(path: str | Path) -> Any:
         raise SpecError(f"malformed YAML: {problem}", file=str(path), where=where) from None
 
 
-def load_spec(path: str | Path) -> Experiment:
-    """Read, validate and build a spec file; raises :class:`SpecError`."""
+def load_spec(path: str | Path, data_dir: str | None = None,
+              check_workload: bool = True) -> Experiment:
+    """Read, validate and build a spec file; raises :class:`SpecError`.
+
+    ``check_workload=False`` skips building the workload (reading its traces)
+    when only the cluster and hierarchy are needed."""
     data = read_yaml(path)
     try:
-        return build_experiment(data, source=str(path))
+        return build_experiment(data, source=str(path), data_dir=data_dir,
+                                check_workload=check_workload)
     except SpecError as exc:
         raise exc.with_file(str(path)) from None
 
 
-def build_experiment(data: Any, source: str = "<spec>") -> Experiment:
+def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
+                     check_workload: bool = True) -> Experiment:
     """Validate a spec given as plain data (what ``yaml.safe_load`` returns)."""
     if not isinstance(data, Mapping):
         raise SpecError("a spec must be a mapping of fields", value=type(data).__name__)
@@ -170,7 +184,7 @@ def build_experiment(data: Any, source: str = "<spec>") -> Experiment:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
         raise from_pydantic(exc, model=Spec) from None
-    cluster = _build_cluster(spec.cluster)
+    cluster, placement = _build_cluster(spec.cluster)
     hierarchy = build_hierarchy(spec.hierarchy)
     for i, algo in enumerate(spec.algorithms):
         try:
@@ -181,12 +195,21 @@ def build_experiment(data: Any, source: str = "<spec>") -> Experiment:
             if exc.where == "algorithm":
                 where += ".name"
             raise SpecError(exc.message, where=where, value=exc.value) from None
-    experiment = Experiment(spec=spec, source=source, cluster=cluster, hierarchy=hierarchy)
-    experiment.workload(spec.seeds[0])  # validates queues, demands and fit
+    experiment = Experiment(spec=spec, source=source, cluster=cluster, hierarchy=hierarchy,
+                            placement=placement, data_dir=data_dir)
+    if check_workload:
+        experiment.workload(spec.seeds[0])  # validates queues, demands and fit
     return experiment
 
 
-def _build_cluster(spec: ClusterSpec) -> Cluster:
+def _build_cluster(data: dict[str, Any]) -> tuple[Cluster, str]:
+    if "kind" in data:
+        kind, params = parse(CLUSTER_KINDS, data, "cluster")
+        return kind.build(params), params.placement  # type: ignore[attr-defined]
+    try:
+        spec = ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        raise from_pydantic(exc, prefix="cluster", model=ClusterSpec) from None
     resources = tuple(spec.resources)
     rows, names = [], []
     for i, server in enumerate(spec.servers):
@@ -204,7 +227,7 @@ def _build_cluster(spec: ClusterSpec) -> Cluster:
     if empty:
         raise SpecError("resource has no capacity on any server", where="cluster.resources",
                         value=empty[0])
-    return Cluster(resources=resources, capacities=caps, server_names=tuple(names))
+    return Cluster(resources=resources, capacities=caps, server_names=tuple(names)), spec.placement
 
 
 __all__ = [

@@ -38,3 +38,15 @@ def experiment(**overrides: Any) -> Experiment:
 @pytest.fixture
 def drf_example() -> Experiment:
     return experiment()
+
+
+TRACES = ROOT.parent / "shared" / "traces"
+
+
+@pytest.fixture
+def traces() -> Path:
+    """The real traces beside the checkout (CI has them); skip, saying why, if absent."""
+    if not TRACES.is_dir():
+        pytest.skip(f"no trace folder at {TRACES}: clone hierfair beside the shared/ folder "
+                    "(see ../shared/traces/PROVENANCE.md) to run trace tests")
+    return TRACES

@@ -77,7 +77,7 @@ def test_invariants_on_random_instances(data):
     wl = exp.workload(0)
     algo = exp.spec.algorithms[0]
     res = Simulator(exp.cluster, exp.hierarchy, wl, make_policy(algo.name, algo.params),
-                    placement=exp.spec.cluster.placement).run()
+                    placement=exp.placement).run()
     tasks = res.tasks
     # every task of every job starts once and finishes once, after its job arrived
     assert len(tasks) == wl.n_tasks and (tasks["state"] == "finished").all()

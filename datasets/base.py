@@ -1,0 +1,123 @@
+"""What every workload kind shares: its inputs, trace lookup, and job checks.
+
+A workload kind turns its ``params`` and a :class:`BuildContext` (cluster,
+hierarchy, seed, where to look for trace files) into :class:`RawJob` records;
+:func:`finalize` checks them against the cluster and hierarchy once, for every
+kind alike, and numbers them in arrival order.
+
+Trace files are never bundled.  A spec names a file; :func:`resolve_trace`
+looks for it, in order: as given (absolute, or relative to the working
+directory), in ``--data-dir``, in ``$HIERFAIR_DATA``, and beside the spec.
+When it is nowhere, the error says which file, where it looked and how to get
+it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hierfair.errors import SpecError
+from hierfair.model import Cluster, Hierarchy, Job, Workload
+
+DATA_ENV = "HIERFAIR_DATA"
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """Everything a workload kind may use besides its own params."""
+
+    cluster: Cluster
+    hierarchy: Hierarchy
+    seed: int
+    spec_path: str = ""  # the spec file, for relative trace paths and messages
+    data_dir: str | None = None  # --data-dir
+
+    def rng(self, salt: int = 0) -> np.random.Generator:
+        """A generator for this seed; ``salt`` separates independent streams."""
+        return np.random.default_rng([self.seed, salt])
+
+
+@dataclass(frozen=True)
+class RawJob:
+    """A job as a workload kind produces it, before checking against the spec."""
+
+    queue: str
+    demand: dict[str, float]
+    durations: Sequence[float] | np.ndarray
+    submit: float = 0.0
+    name: str = ""
+    where: str = ""  # where it came from (field path or file:line), for messages
+
+
+def search_dirs(ctx: BuildContext) -> list[Path]:
+    dirs = []
+    if ctx.data_dir:
+        dirs.append(Path(ctx.data_dir))
+    if os.environ.get(DATA_ENV):
+        dirs.append(Path(os.environ[DATA_ENV]))
+    if ctx.spec_path:
+        dirs.append(Path(ctx.spec_path).resolve().parent)
+    return dirs
+
+
+def resolve_trace(name: str, ctx: BuildContext, where: str, how_to_get: str) -> Path:
+    """The trace file ``name``; raises :class:`SpecError` saying where it looked."""
+    given = Path(name).expanduser()
+    if given.is_absolute() or given.exists():
+        if given.exists():
+            return given
+        raise SpecError(f"trace file not found. {how_to_get}", where=where, value=name)
+    tried = []
+    for folder in search_dirs(ctx):
+        candidate = folder / given
+        if candidate.exists():
+            return candidate
+        tried.append(str(folder))
+    looked = ", ".join(["the working directory", *tried])
+    raise SpecError(f"trace file not found (looked in {looked}; set --data-dir or "
+                    f"${DATA_ENV}). {how_to_get}", where=where, value=name)
+
+
+def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
+             source: str) -> Workload:
+    """Check jobs against the cluster and hierarchy, then number them in
+    arrival order (submit time; listed order breaks ties)."""
+    jobs = []
+    for r in raw:
+        if r.queue not in hierarchy:
+            raise SpecError("no such queue in the hierarchy", where=f"{r.where}.queue",
+                            value=r.queue)
+        leaf = hierarchy.index(r.queue)
+        if not hierarchy.is_leaf(leaf):
+            below = range(leaf, int(hierarchy.subtree_end[leaf]))
+            under = [hierarchy.paths[x] for x in below if hierarchy.is_leaf(x)]
+            raise SpecError(f"is an internal node; jobs go to leaves such as {under[:3]}",
+                            where=f"{r.where}.queue", value=r.queue)
+        for res in r.demand:
+            if res not in cluster.resources:
+                raise SpecError(f"unknown resource; the cluster has {list(cluster.resources)}",
+                                where=f"{r.where}.demand.{res}", value=res)
+        demand = cluster.vector(r.demand)
+        if not (demand > 0).any():
+            raise SpecError("a task must demand some resource", where=f"{r.where}.demand",
+                            value=dict(r.demand))
+        if not cluster.fits_somewhere(demand):
+            biggest = cluster.capacities.max(axis=0)
+            raise SpecError(
+                "a task of this job fits on no server (largest server capacity per "
+                f"resource: {dict(zip(cluster.resources, biggest.tolist()))})",
+                where=f"{r.where}.demand", value=dict(r.demand))
+        demand.setflags(write=False)
+        durations = np.asarray(r.durations, dtype=np.float64)
+        jobs.append((float(r.submit), leaf, demand, durations, r.name))
+    order = sorted(range(len(jobs)), key=lambda i: jobs[i][0])  # stable: listed order on ties
+    return Workload(
+        jobs=tuple(Job(id=k, leaf=jobs[i][1], submit=jobs[i][0], demand=jobs[i][2],
+                       durations=jobs[i][3], name=jobs[i][4]) for k, i in enumerate(order)),
+        source=source,
+    )

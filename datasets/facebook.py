@@ -1,0 +1,107 @@
+"""Facebook-derived job sizes: the H-DRF paper's §5.2 schedule, as a generator.
+
+Source: H-DRF paper §5.2 and Table 1 (``../shared/papers/hdrf-hierarchical-drf-socc2013.txt``).
+
+Job sizes (tasks per job) follow Table 1's Facebook bins: 0-19 tasks 73%,
+20-149 10%, 150-499 7%, 500+ 9% (the published shares sum to 99%; we
+normalise them).  Within a bin the size is uniform; the open 500+ bin is cut
+at ``max_tasks``.  ``exact_counts: true`` instead uses the paper's own 100-job
+schedule counts, 74 / 10 / 6 / 10, in seeded random order.
+
+Per task (§5.2): 1 CPU; 1.5 GB of memory if the job is memory-dominant, else
+1 GB.  Which jobs were memory-dominant in the trace is not published:
+``memory_dominant_fraction`` (default 0.5) decides, by seed.  Jobs sent to a
+``gpu_queues`` leaf ask for 1 GPU and no CPU (§5.2: "except the jobs
+submitted to n1,2 which request one GPU core and no CPU").
+
+Placement (§5.2): jobs of ``large_threshold`` (500) tasks or more go round-
+robin to ``large_queues`` (n1,1, n1,2, n3,1 on Fig. 10), the others round-
+robin to ``small_queues`` (n2's leaves).  All jobs are submitted at
+``submit`` (0): each leaf serves its jobs first-in-first-out, our reading of
+"each leaf node runs its next job as soon as the previous one finishes";
+``interarrival`` > 0 spaces submissions instead (exponential, seeded).
+
+Task durations are not published: ``task_duration`` seconds each (default
+60), optionally spread uniformly by +-``task_duration_spread``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
+
+from hierfair.datasets.base import BuildContext, RawJob, finalize
+from hierfair.errors import SpecError
+from hierfair.model import Workload
+from hierfair.spec_base import Strict
+
+#: H-DRF Table 1: (lowest tasks, highest tasks or None, % of Facebook jobs,
+#: jobs in the paper's 100-job schedule).
+TABLE1_BINS = ((1, 19, 73, 74), (20, 149, 10, 10), (150, 499, 7, 6), (500, None, 9, 10))
+
+
+class Params(Strict):
+    kind: Literal["facebook-bins"]
+    jobs: PositiveInt = 100
+    exact_counts: bool = False
+    max_tasks: PositiveInt = 1500
+    memory_dominant_fraction: float = Field(0.5, ge=0, le=1)
+    mem_dominant_gb: PositiveFloat = 1.5
+    mem_gb: PositiveFloat = 1.0
+    cpu: PositiveFloat = 1.0
+    gpu_queues: list[str] = ["n1/n12"]
+    large_queues: list[str] = ["n1/n11", "n1/n12", "n3/n31"]
+    small_queues: list[str] = ["n2/n21", "n2/n22", "n2/n23"]
+    large_threshold: PositiveInt = 500
+    submit: NonNegativeFloat = 0.0
+    interarrival: NonNegativeFloat = 0.0
+    task_duration: PositiveFloat = 60.0
+    task_duration_spread: NonNegativeFloat = 0.0
+
+
+def job_sizes(p: Params, rng: np.random.Generator) -> np.ndarray:
+    """Tasks per job, drawn from Table 1's bins."""
+    if p.exact_counts:
+        if p.jobs != 100:
+            raise SpecError("exact_counts reproduces the paper's 100-job schedule",
+                            where="workload.jobs", value=p.jobs)
+        which = np.repeat(np.arange(len(TABLE1_BINS)), [b[3] for b in TABLE1_BINS])
+        rng.shuffle(which)
+    else:
+        share = np.array([b[2] for b in TABLE1_BINS], dtype=float)
+        which = rng.choice(len(TABLE1_BINS), size=p.jobs, p=share / share.sum())
+    lo = np.array([b[0] for b in TABLE1_BINS])[which]
+    hi = np.array([b[1] or p.max_tasks for b in TABLE1_BINS])[which]
+    return rng.integers(lo, np.maximum(hi, lo) + 1)
+
+
+def build(p: Params, ctx: BuildContext) -> Workload:
+    rng = ctx.rng()
+    sizes = job_sizes(p, rng)
+    memory_dominant = rng.random(p.jobs) < p.memory_dominant_fraction
+    gaps = rng.exponential(p.interarrival, p.jobs) if p.interarrival > 0 else np.zeros(p.jobs)
+    submits = p.submit + np.cumsum(gaps) - gaps[0]
+    has_gpu = "gpu" in ctx.cluster.resources
+    raw, next_large, next_small = [], 0, 0
+    for i, n in enumerate(sizes.tolist()):
+        if n >= p.large_threshold:
+            queue = p.large_queues[next_large % len(p.large_queues)]
+            next_large += 1
+        else:
+            queue = p.small_queues[next_small % len(p.small_queues)]
+            next_small += 1
+        mem = p.mem_dominant_gb if memory_dominant[i] else p.mem_gb
+        demand = {"mem": mem}
+        if queue in p.gpu_queues and has_gpu:
+            demand["gpu"] = 1.0
+        else:
+            demand["cpu"] = p.cpu
+        spread = p.task_duration_spread
+        durations = (p.task_duration + rng.uniform(-spread, spread, n) if spread
+                     else np.full(n, p.task_duration))
+        raw.append(RawJob(queue, demand, np.maximum(durations, 1e-3), float(submits[i]),
+                          f"fb{i}", f"workload (facebook-bins job {i})"))
+    return finalize(raw, ctx.cluster, ctx.hierarchy,
+                    source=f"facebook-bins generator (H-DRF Table 1, seed {ctx.seed})")
