@@ -220,7 +220,8 @@ def test_fallback_is_named_in_the_source(tmp_path):
 
 # -- google-2011 ---------------------------------------------------------------------
 def test_google_part_event_counts(traces):
-    events, skipped = read_task_events(traces / "google-2011/task_events-part-00000-of-00500.csv.gz")
+    part = traces / "google-2011/task_events-part-00000-of-00500.csv.gz"
+    events, skipped = read_task_events(part)
     assert len(events) == 450146 and skipped == 0
     counts = events["event"].value_counts()
     assert counts[0] == 201491 and counts[1] == 189994 and counts[4] == 43237
