@@ -1,0 +1,50 @@
+"""Loading inputs: hierarchy generation and trace parsing (time and peak memory).
+
+Trace benchmarks read from ``$HIERFAIR_DATA`` or ``../shared/traces`` beside the
+checkout and are skipped (NotImplementedError, asv's convention) without them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hierfair.datasets import full_binary
+from hierfair.datasets.google import job_table, read_task_events
+from hierfair.datasets.swim import read_swim
+
+
+def _traces() -> Path:
+    here = Path(__file__).resolve().parent.parent
+    folder = Path(os.environ.get("HIERFAIR_DATA", here.parent / "shared" / "traces"))
+    if not folder.is_dir():
+        raise NotImplementedError(f"no traces at {folder}")
+    return folder
+
+
+class FullBinary:
+    params = [4, 10, 16]
+    param_names = ["levels"]
+
+    def time_build(self, levels: int) -> None:
+        full_binary.build(full_binary.Params(kind="full-binary", levels=levels))
+
+
+class Traces:
+    timeout = 300
+
+    def setup(self) -> None:
+        self.folder = _traces()
+
+    def time_swim_fb2010_day(self) -> None:
+        read_swim(self.folder / "FB-2010_samples_24_times_1hr_0.tsv")
+
+    def time_google_part_jobs(self) -> None:
+        events, _ = read_task_events(
+            self.folder / "google-2011/task_events-part-00000-of-00500.csv.gz")
+        job_table(events)
+
+    def peakmem_google_part_jobs(self) -> None:
+        events, _ = read_task_events(
+            self.folder / "google-2011/task_events-part-00000-of-00500.csv.gz")
+        job_table(events)
