@@ -142,3 +142,33 @@ def test_theorem1_counterexample():
     assert allocate(exp, "hdrf").node("A")["r1"] == pytest.approx(2 / 3)  # before churn
     assert allocate(exp, "hdrf", churn=600).node("A")["r1"] == pytest.approx(1 / 2)
     assert allocate(exp, FROZEN, churn=600).node("A")["r1"] == pytest.approx(2 / 3)
+
+
+ONE_RESOURCE_EXACT = ["static-hdrf", "hdrf", "naive-hdrf", "collapsed", "mch", "dff"]
+
+
+@pytest.mark.parametrize("algorithm", ONE_RESOURCE_EXACT)
+def test_fig2_sibling_sharing(algorithm):
+    # §2.1: of 480 slots n1 and n2 get 240; n2,1 48 and n2,2, n2,3 96 each.  With
+    # one resource every hierarchical algorithm agrees (flat DRF does not).
+    exp = spec("hdrf-fig2")
+    a = allocate(exp, algorithm)
+    assert [a.node(p)["tasks"] for p in ("n1", "n2/n21", "n2/n22", "n2/n23")] == [
+        240, 48, 96, 96]
+
+
+@pytest.mark.parametrize("algorithm", ONE_RESOURCE_EXACT)
+def test_fig2_leaving_node_goes_to_its_siblings(algorithm):
+    # "if n2,3 leaves, its 96 slots are split 32 and 64 to n2,1 and n2,2";
+    # nothing goes to n1.
+    data = copy.deepcopy(read_yaml(EXPERIMENTS / "hdrf-fig2.yaml"))
+    data["workload"]["jobs"] = [j for j in data["workload"]["jobs"] if j["queue"] != "n2/n23"]
+    a = allocate(build_experiment(data), algorithm)
+    assert [a.node(p)["tasks"] for p in ("n1", "n2/n21", "n2/n22")] == [240, 80, 160]
+
+
+def test_fig2_flat_drf_ignores_the_tree():
+    # Flat DRF sees four leaves of weights 1, 1, 2, 2: n1 gets 480 / 6, not 240.
+    a = allocate(spec("hdrf-fig2"), "drf")
+    assert [a.node(p)["tasks"] for p in ("n1", "n2/n21", "n2/n22", "n2/n23")] == [
+        80, 80, 160, 160]
