@@ -121,10 +121,14 @@ class DynamicHDRF(TreeWalkPolicy):
         if not self.ignore_blocked:
             in_set, inv = leaf_demanding, self.inv_total
         else:
-            unsaturated = unsaturated_resources(demand, leaf_demanding & fits)
-            uses_saturated = (demand[:, ~unsaturated] > 0).any(axis=1)
-            in_set = leaf_demanding & ~uses_saturated
-            inv = self.inv_total if frozen else np.where(unsaturated, self.inv_total, 0.0)
+            # Blocked: the leaf's next task cannot be placed now (the discrete
+            # form of "a resource it requires is saturated"; docs/algorithms.md).
+            in_set = leaf_demanding & fits
+            if frozen:
+                inv = self.inv_total
+            else:
+                unsaturated = unsaturated_resources(demand, leaf_demanding & fits)
+                inv = np.where(unsaturated, self.inv_total, 0.0)
         share = rescaled_shares(self.tree, self.state.alloc, in_set, inv,
                                 demanding if frozen else None)
         return share / self.tree.weights

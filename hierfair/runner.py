@@ -1,12 +1,15 @@
-"""Run every algorithm x seed of a spec and write its results folder.
+"""Running a spec: one simulation, or every run of it into a results folder.
 
 ``OUT/<spec name>/`` receives:
 
-* ``runs.parquet`` -- one row per run: spec, algorithm, params, seed, the
-  metrics of :func:`hierfair.results.summarize`, version and provenance;
+* ``runs.parquet`` -- one row per run: spec, algorithm, params, seed, grid
+  values, status, the metrics of :func:`hierfair.results.summarize`, version
+  and provenance (see :mod:`hierfair.sweep`);
+* ``runs/<run id>/`` -- that run's detail tables (``jobs``, ``tasks``,
+  ``allocations``, ``utilization``, ``decisions``) and ``summary.json``;
 * ``jobs.parquet``, ``tasks.parquet``, ``allocations.parquet``,
-  ``utilization.parquet``, ``decisions.parquet`` -- the per-run detail, every
-  row tagged with its ``run`` id;
+  ``utilization.parquet``, ``decisions.parquet`` -- every successful run's
+  details together, each row tagged with its ``run``;
 * ``spec.yaml`` -- the spec as resolved (defaults filled in).
 
 Every file is written atomically.
@@ -14,28 +17,19 @@ Every file is written atomically.
 
 from __future__ import annotations
 
-import json
-import platform
-import subprocess
 import sys
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from hierfair import __version__
 from hierfair.algorithms import make_policy
-from hierfair.results import summarize, write_parquet, write_text
 from hierfair.simulator import SimulationResult, Simulator
 from hierfair.spec import AlgorithmSpec, Experiment
+from hierfair.sweep import DETAIL_TABLES, sweep
 
-DETAIL_TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions")
-
-
-def run_id(index: int, algo: AlgorithmSpec, seed: int) -> str:
-    return f"{index:02d}-{algo.display}-seed{seed}"
+__all__ = ["DETAIL_TABLES", "run_experiment", "simulate"]
 
 
 def simulate(exp: Experiment, algo: AlgorithmSpec, seed: int) -> SimulationResult:
@@ -46,61 +40,12 @@ def simulate(exp: Experiment, algo: AlgorithmSpec, seed: int) -> SimulationResul
 
 
 def run_experiment(exp: Experiment, out: Path,
-                   log: Callable[[str], None] = lambda _msg: None) -> pd.DataFrame:
-    """Run all algorithms x seeds of ``exp``; write ``out/<name>/``; return runs."""
-    spec = exp.spec
-    folder = out / spec.name
-    rows: list[dict] = []
-    details: dict[str, list[pd.DataFrame]] = {t: [] for t in DETAIL_TABLES}
-    plan = [(i, algo, seed) for i, algo in enumerate(spec.algorithms) for seed in spec.seeds]
-    commit = _git_commit()
-    for k, (i, algo, seed) in enumerate(plan, start=1):
-        rid = run_id(i, algo, seed)
-        started = datetime.now(UTC)
-        t0 = time.perf_counter()
-        result = simulate(exp, algo, seed)
-        wall = time.perf_counter() - t0
-        row = {
-            "run": rid,
-            "spec": spec.name,
-            "spec_hash": exp.spec_hash,
-            "algorithm": algo.name,
-            "label": algo.display,
-            "params": json.dumps(algo.params, sort_keys=True),
-            "seed": seed,
-            "workload_source": result.workload_source,
-            **summarize(result),
-            "hierfair_version": __version__,
-            "git_commit": commit,
-            "host": platform.node(),
-            "started_at": started.isoformat(),
-            "finished_at": datetime.now(UTC).isoformat(),
-            "wall_seconds": wall,
-        }
-        rows.append(row)
-        for table in DETAIL_TABLES:
-            frame = getattr(result, table).copy()
-            frame.insert(0, "run", rid)
-            details[table].append(frame)
-        log(f"[{k}/{len(plan)}] {spec.name}: {rid} makespan={result.makespan:g} "
-            f"({wall:.2f}s)")
-    runs = pd.DataFrame(rows)
-    for table, frames in details.items():
-        write_parquet(pd.concat(frames, ignore_index=True), folder / f"{table}.parquet")
-    write_text(exp.resolved_yaml(), folder / "spec.yaml")
-    write_parquet(runs, folder / "runs.parquet")  # last: its presence means the rest is there
-    return runs
-
-
-def _git_commit() -> str:
-    """The commit of the hierfair checkout, when it is one (else empty)."""
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
+                   progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
+                   **options: Any) -> pd.DataFrame:
+    """Every run of ``exp`` into ``out/<name>/`` (options: see :func:`hierfair.sweep.sweep`)."""
+    options.setdefault("jobs", 1)
+    return sweep(exp.spec.model_dump(mode="json"), out, source=exp.source,
+                 data_dir=exp.data_dir, progress=progress, **options)
 
 
 def log_to_stderr(msg: str) -> None:

@@ -30,7 +30,7 @@ import heapq
 from collections import deque
 from dataclasses import dataclass
 from enum import IntEnum
-from time import perf_counter_ns
+from time import monotonic, perf_counter_ns
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,10 @@ from hierfair.model import Cluster, Hierarchy, Job, Workload
 from hierfair.placement import Placement, ServerIndex
 from hierfair.policy import BasePolicy
 from hierfair.recorder import Columns
+
+
+class RunTimeout(Exception):
+    """The run passed its wall-clock deadline (``Simulator(deadline=...)``)."""
 
 
 class TaskState(IntEnum):
@@ -79,6 +83,7 @@ class Simulator:
         workload: Workload,
         policy: BasePolicy,
         placement: Placement = "first-fit",
+        deadline: float | None = None,
     ) -> None:
         self.cluster = cluster
         self.hierarchy = hierarchy
@@ -123,6 +128,7 @@ class Simulator:
         self._rec_decision = Columns([("time", "d"), ("leaf", "q"), ("latency_ns", "q")])
         self._last_util: tuple[float, ...] | None = None
         self._manual = False
+        self._deadline = deadline  # time.monotonic() value, checked every 256 time steps
         policy.attach(self)
 
     # -- SchedulerState (read by policies) -----------------------------------
@@ -164,7 +170,11 @@ class Simulator:
         for job in self._jobs:
             heapq.heappush(self._events, (job.submit, _ARRIVAL, job.id))
         events = self._events
+        steps = 0
         while events:
+            steps += 1
+            if self._deadline is not None and steps % 256 == 0 and monotonic() > self._deadline:
+                raise RunTimeout(f"simulated time {self._now:g} reached when time ran out")
             now = events[0][0]
             self._now = now
             while events and events[0][0] == now:

@@ -41,7 +41,13 @@ from pydantic import (
 )
 
 from hierfair.algorithms import ALGORITHMS, make_policy
-from hierfair.datasets import CLUSTER_KINDS, build_hierarchy, build_workload, parse
+from hierfair.datasets import (
+    CLUSTER_KINDS,
+    WORKLOAD_KINDS,
+    build_hierarchy,
+    build_workload,
+    parse,
+)
 from hierfair.datasets.base import BuildContext
 from hierfair.errors import SpecError, from_pydantic
 from hierfair.model import Cluster, Hierarchy, Workload
@@ -87,6 +93,17 @@ class Spec(Strict):
     workload: dict[str, Any]
     algorithms: list[AlgorithmSpec] = Field(min_length=1)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    #: Field path (``hierarchy.levels``, ``algorithms[0].params.p``) -> values;
+    #: the sweep runs their cartesian product (hierfair.sweep).
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+
+    @field_validator("grid")
+    @classmethod
+    def _nonempty(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for key, values in v.items():
+            if not values:
+                raise ValueError(f"grid.{key} needs at least one value")
+        return v
 
     @field_validator("algorithms", mode="before")
     @classmethod
@@ -199,6 +216,8 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
                             placement=placement, data_dir=data_dir)
     if check_workload:
         experiment.workload(spec.seeds[0])  # validates queues, demands and fit
+    else:
+        parse(WORKLOAD_KINDS, spec.workload, "workload", default="jobs")  # params only
     return experiment
 
 

@@ -126,8 +126,12 @@ def test_run_writes_the_promised_tables(tmp_path: Path):
     runs = run_experiment(exp, tmp_path)
     folder = tmp_path / "drf-example"
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        [f"{t}.parquet" for t in DETAIL_TABLES] + ["runs.parquet", "spec.yaml"])
+        [f"{t}.parquet" for t in DETAIL_TABLES] + ["runs", "runs.parquet", "spec.yaml"])
+    for rid in runs["run"]:
+        assert sorted(p.name for p in (folder / "runs" / rid).iterdir()) == sorted(
+            [f"{t}.parquet" for t in DETAIL_TABLES] + ["summary.json"])
     assert list(runs["algorithm"]) == ["drf", "fifo"]
+    assert (runs["status"] == "ok").all()
     drf = runs.iloc[0]
     # 30 A tasks and 20 B tasks of 10 s; DRF keeps 3 A + 2 B running (9 CPUs):
     # B's 20 tasks take 10 rounds = 100 s, A's 30 tasks also fit in 100 s.

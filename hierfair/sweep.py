@@ -1,0 +1,388 @@
+"""Sweeps: every algorithm x grid point x seed of a spec, in parallel, cached.
+
+A spec's ``grid:`` maps field paths to lists of values; the sweep runs the
+cartesian product, for every algorithm and every seed::
+
+    grid:
+      hierarchy.levels: [2, 3, 4]
+      workload.jobs: [100, 200]
+      algorithms[0].params.backfill: [true, false]
+
+Each run gets a *run seed* derived from the base seed and the grid point
+(algorithm parameters excluded, so all algorithms of a grid point see the
+same workload); without a grid the run seed is the base seed.
+
+Runs execute through joblib: local processes (``loky``, all cores by
+default) or a Dask cluster (``backend="dask"``, through joblib's dask
+backend; a LocalCluster when no scheduler address is given).  Results come
+back as they finish.  Each run writes its detail tables and then, last, its
+``summary.json`` under ``OUT/<spec>/runs/<run id>/`` -- atomically -- and the
+parent rewrites ``runs.parquet`` after every completion.  A run whose summary
+exists with the same key and code version is not run again, so a sweep
+killed at any point (Ctrl-C, SIGKILL) and started again runs exactly the
+missing runs.  ``force=True`` reruns everything.
+
+A run that raises is recorded with its error, one that exceeds ``timeout``
+seconds as timed out; the sweep goes on, and the caller reports failures at
+the end.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+import platform
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from hierfair import __version__
+from hierfair.algorithms import make_policy
+from hierfair.errors import HierfairError, SpecError
+from hierfair.results import summarize, write_parquet, write_text
+from hierfair.simulator import RunTimeout, Simulator
+from hierfair.spec import Experiment, build_experiment
+
+DETAIL_TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions")
+# Spec fields that are not part of a run's identity (the run names them itself).
+_NOT_IN_KEY = ("algorithms", "seeds", "grid", "name", "description")
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One simulation of the sweep, picklable for any worker."""
+
+    index: int
+    run_id: str
+    algorithm: dict[str, Any]
+    grid_point: int
+    grid: dict[str, Any]
+    base_seed: int
+    seed: int
+    spec_data: dict[str, Any]
+    key: str
+
+    @property
+    def label(self) -> str:
+        return self.algorithm.get("label") or self.algorithm["name"]
+
+
+# -- planning --------------------------------------------------------------
+def _tokens(path: str) -> list[str | int]:
+    out: list[str | int] = []
+    for part in path.split("."):
+        m = re.fullmatch(r"([^\[\]]+)((?:\[\d+\])*)", part)
+        if not m:
+            raise SpecError("not a field path (use a.b[0].c)", where=f"grid.{path}", value=path)
+        out.append(m.group(1))
+        out.extend(int(i) for i in re.findall(r"\[(\d+)\]", m.group(2)))
+    return out
+
+
+def apply_grid_value(data: dict[str, Any], path: str, value: Any) -> None:
+    """Set ``path`` (``a.b[0].c``) in ``data`` to ``value``; the parent must exist."""
+    tokens = _tokens(path)
+    node: Any = data
+    for tok in tokens[:-1]:
+        try:
+            node = node[tok]
+        except (KeyError, IndexError, TypeError):
+            raise SpecError("no such field in the spec", where=f"grid.{path}",
+                            value=tok) from None
+    last = tokens[-1]
+    if isinstance(node, list) and isinstance(last, int) and last >= len(node):
+        raise SpecError("index out of range", where=f"grid.{path}", value=last)
+    if not isinstance(node, dict | list):
+        raise SpecError("no such field in the spec", where=f"grid.{path}", value=last)
+    node[last] = value
+
+
+def _digest(obj: Any, n: int = 16) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:n]
+
+
+def run_seed(base_seed: int, grid: Mapping[str, Any]) -> int:
+    """The seed a run's workload is built with: the base seed itself without a
+    grid, else derived from it and the grid point (algorithm params excluded)."""
+    point = {k: v for k, v in grid.items() if not k.startswith("algorithms")}
+    if not point:
+        return base_seed
+    return int(_digest([base_seed, point], 8), 16) % (2**31)
+
+
+def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None
+         ) -> tuple[Experiment, list[PlannedRun]]:
+    """Validate the spec and every grid point; list the runs in a fixed order."""
+    base = build_experiment(copy.deepcopy(dict(data)), source=source, data_dir=data_dir,
+                            check_workload=False)
+    resolved = base.spec.model_dump(mode="json")
+    grid = resolved.pop("grid", {}) or {}
+    keys = list(grid)
+    points = [dict(zip(keys, values)) for values in itertools.product(*grid.values())] or [{}]
+    runs: list[PlannedRun] = []
+    for g, point in enumerate(points):
+        spec_data = copy.deepcopy(resolved)
+        for path, value in point.items():
+            apply_grid_value(spec_data, path, value)
+        if point:
+            build_experiment(copy.deepcopy(spec_data), source=source, data_dir=data_dir,
+                             check_workload=False)
+        identity = {k: v for k, v in spec_data.items() if k not in _NOT_IN_KEY}
+        for algo in spec_data["algorithms"]:
+            for seed in spec_data["seeds"]:
+                rseed = run_seed(seed, point)
+                key = _digest([identity, algo, rseed], 32)
+                label = algo.get("label") or algo["name"]
+                run_id = f"{label}-s{seed}-{key[:8]}"
+                runs.append(PlannedRun(index=len(runs), run_id=run_id, algorithm=algo,
+                                       grid_point=g, grid=point, base_seed=seed, seed=rseed,
+                                       spec_data=spec_data, key=key))
+    return base, runs
+
+
+# -- one run -----------------------------------------------------------------
+@lru_cache(maxsize=4)  # a worker reuses a spec's built inputs (traces read once) across runs
+def _experiment(spec_json: str, source: str, data_dir: str | None) -> Experiment:
+    return build_experiment(json.loads(spec_json), source=source, data_dir=data_dir)
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """hierfair's version plus a hash of its source: any code change reruns."""
+    import hierfair.algorithms
+    import hierfair.datasets
+
+    h = hashlib.sha256(__version__.encode())
+    for pkg in (sys.modules["hierfair"], hierfair.algorithms, hierfair.datasets):
+        for path in sorted(Path(pkg.__file__).parent.glob("*.py")):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    return f"{__version__}+{h.hexdigest()[:12]}"
+
+
+def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
+            timeout: float | None) -> dict[str, Any]:
+    """Run one simulation; write its details and summary; return its row."""
+    started = datetime.now(UTC)
+    t0 = time.perf_counter()
+    row: dict[str, Any] = {"status": "ok", "error": ""}
+    run_dir = Path(folder) / "runs" / run.run_id
+    try:
+        exp = _experiment(json.dumps(run.spec_data, sort_keys=True), source, data_dir)
+        workload = exp.workload(run.seed)
+        deadline = time.monotonic() + timeout if timeout else None
+        sim = Simulator(exp.cluster, exp.hierarchy, workload,
+                        make_policy(run.algorithm["name"], run.algorithm.get("params")),
+                        placement=exp.placement, deadline=deadline)
+        result = sim.run()
+        row.update(summarize(result))
+        row["workload_source"] = result.workload_source
+        for table in DETAIL_TABLES:
+            write_parquet(getattr(result, table), run_dir / f"{table}.parquet")
+    except RunTimeout:
+        row.update(status="timeout", error=f"exceeded the {timeout:g} s timeout")
+    except HierfairError as exc:
+        row.update(status="failed", error=str(exc))
+    except Exception as exc:  # a bug in a policy must not sink the sweep
+        row.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+    row.update(_identity(run))
+    row.update(code_version=code_version(), host=platform.node(),
+               started_at=started.isoformat(), finished_at=datetime.now(UTC).isoformat(),
+               wall_seconds=time.perf_counter() - t0)
+    write_text(json.dumps({"key": run.key, "row": row}, sort_keys=True, default=float),
+               run_dir / "summary.json")
+    return row
+
+
+def _identity(run: PlannedRun) -> dict[str, Any]:
+    out = {"run": run.run_id, "run_index": run.index, "spec": run.spec_data["name"],
+           "spec_hash": run.key[:16], "algorithm": run.algorithm["name"], "label": run.label,
+           "params": json.dumps(run.algorithm.get("params") or {}, sort_keys=True),
+           "seed": run.base_seed, "run_seed": run.seed, "grid_point": run.grid_point,
+           "hierfair_version": __version__, "git_commit": _git_commit()}
+    out.update({k: json.dumps(v) if isinstance(v, dict | list) else v
+                for k, v in run.grid.items()})
+    return out
+
+
+@lru_cache(maxsize=1)
+def _git_commit() -> str:
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def cached_row(run: PlannedRun, folder: Path) -> dict[str, Any] | None:
+    """The recorded row of ``run`` if it finished ok with this key and code."""
+    path = folder / "runs" / run.run_id / "summary.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    row = record.get("row", {})
+    if (record.get("key") != run.key or row.get("status") != "ok"
+            or row.get("code_version") != code_version()):
+        return None
+    if not all((path.parent / f"{t}.parquet").exists() for t in DETAIL_TABLES):
+        return None
+    return row
+
+
+# -- executing -----------------------------------------------------------------
+@contextmanager
+def _backend(backend: str, jobs: int | None, scheduler: str | None) -> Iterator[int]:
+    """Configure joblib for ``backend``; yields the n_jobs to use."""
+    import joblib
+
+    if backend == "loky":
+        yield jobs or -1
+        return
+    if backend != "dask":
+        raise SpecError("unknown backend; choose loky or dask", where="--backend", value=backend)
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise SpecError("the dask backend needs dask.distributed: pip install "
+                        "'hierfair[cluster]'", where="--backend", value=backend) from None
+    if scheduler:
+        client = Client(scheduler)
+        cluster = None
+    else:
+        cluster = LocalCluster(n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1,
+                               processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        with joblib.parallel_config(backend="dask"):
+            yield -1
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
+          data_dir: str | None = None, jobs: int | None = None, backend: str = "loky",
+          scheduler: str | None = None, force: bool = False, timeout: float | None = None,
+          progress: Callable[[int, int, dict[str, Any] | None], None] | None = None
+          ) -> pd.DataFrame:
+    """Run (or reuse) every run of the spec; return runs.parquet's frame."""
+    import joblib
+
+    base, runs = plan(data, source, data_dir)
+    folder = Path(out) / base.spec.name
+    folder.mkdir(parents=True, exist_ok=True)
+    write_text(base.resolved_yaml(), folder / "spec.yaml")
+    rows: dict[str, dict[str, Any]] = {}
+    todo = []
+    for run in runs:
+        row = None if force else cached_row(run, folder)
+        if row is None:
+            todo.append(run)
+        else:
+            rows[run.run_id] = row
+    done = len(rows)
+    if progress:
+        progress(done, len(runs), None)
+    if todo:
+        with _backend(backend, jobs, scheduler) as n_jobs:
+            n = 1 if jobs == 1 else n_jobs
+            results = joblib.Parallel(n_jobs=n, return_as="generator_unordered")(
+                joblib.delayed(execute)(run, str(folder), source, data_dir, timeout)
+                for run in todo)
+            for row in results:
+                rows[row["run"]] = row
+                done += 1
+                _write_runs(rows, folder)
+                if progress:
+                    progress(done, len(runs), row)
+    frame = _write_runs(rows, folder)
+    _consolidate(frame, folder)
+    return frame
+
+
+def _write_runs(rows: Mapping[str, dict[str, Any]], folder: Path) -> pd.DataFrame:
+    frame = pd.DataFrame(sorted(rows.values(), key=lambda r: r["run_index"]))
+    write_parquet(frame, folder / "runs.parquet")
+    return frame
+
+
+def _consolidate(frame: pd.DataFrame, folder: Path) -> None:
+    """Folder-level detail tables: every ok run's rows, tagged, in plan order."""
+    ok = frame[frame["status"] == "ok"]["run"].tolist()
+    for table in DETAIL_TABLES:
+        parts = []
+        for rid in ok:
+            part = pd.read_parquet(folder / "runs" / rid / f"{table}.parquet")
+            part.insert(0, "run", rid)
+            parts.append(part)
+        if parts:
+            write_parquet(pd.concat(parts, ignore_index=True), folder / f"{table}.parquet")
+
+
+def describe_plan(runs: Sequence[PlannedRun], folder: Path) -> list[str]:
+    lines = []
+    for run in runs:
+        state = "cached" if cached_row(run, folder) else "to run"
+        grid = " ".join(f"{k}={v}" for k, v in run.grid.items())
+        lines.append(f"{run.run_id}  {run.label}  seed={run.base_seed} run_seed={run.seed}"
+                     f"{'  ' + grid if grid else ''}  [{state}]")
+    return lines
+
+
+class Progress:
+    """Runs done / total with elapsed time and ETA: a bar on a terminal,
+    one plain line per run otherwise (logs, CI)."""
+
+    def __init__(self, name: str, stream: Any = None) -> None:
+        self.name = name
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.t0 = time.monotonic()
+        self.first = 0
+
+    def __call__(self, done: int, total: int, row: dict[str, Any] | None) -> None:
+        if row is None:
+            self.first = done
+            if done:
+                print(f"{self.name}: {done} of {total} runs cached", file=self.stream)
+            return
+        elapsed = time.monotonic() - self.t0
+        fresh = done - self.first
+        eta = elapsed / fresh * (total - done) if fresh else 0.0
+        status = "" if row["status"] == "ok" else f" {row['status'].upper()}: {row['error']}"
+        if self.tty:
+            width = 30
+            fill = int(width * done / total) if total else width
+            bar = "#" * fill + "-" * (width - fill)
+            end = "\n" if done == total or status else ""
+            print(f"\r{self.name} [{bar}] {done}/{total} {_clock(elapsed)} ETA {_clock(eta)}"
+                  f"{status}", end=end, file=self.stream, flush=True)
+        else:
+            print(f"[{done}/{total}] {self.name}: {row['run']} {row['status']} "
+                  f"({row['wall_seconds']:.2f}s, elapsed {_clock(elapsed)}, ETA {_clock(eta)})"
+                  f"{status}", file=self.stream, flush=True)
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}"
+
