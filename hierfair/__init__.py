@@ -1,1 +1,38 @@
+"""hierfair: benchmark and experiment harness for hierarchical multi-resource
+fair schedulers.  ``hierfair.run`` runs a spec from Python; the ``hierfair``
+command does the same from a shell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def run(spec: str | Path | dict[str, Any], *, out: str | Path = "results",
+        jobs: int | None = None, backend: str = "loky", scheduler: str | None = None,
+        force: bool = False, timeout: float | None = None, data_dir: str | None = None
+        ) -> pd.DataFrame:
+    """Run every algorithm x grid point x seed of ``spec`` (a YAML path or the
+    same data as a dict); return the runs as a DataFrame (runs.parquet).
+
+    ``jobs``: parallel runs (default all cores); ``backend``: ``"loky"`` or
+    ``"dask"`` (``scheduler`` address, or a LocalCluster); finished runs are
+    reused unless ``force``.  Raises :class:`hierfair.errors.SpecError` on bad
+    input.  Failed or timed-out runs are rows with ``status`` != "ok".
+    """
+    from hierfair.errors import SpecError
+    from hierfair.spec import read_yaml
+    from hierfair.sweep import sweep
+
+    source = "" if isinstance(spec, dict) else str(spec)
+    data = spec if isinstance(spec, dict) else read_yaml(spec)
+    try:
+        return sweep(data, out, source=source, data_dir=data_dir, jobs=jobs, backend=backend,
+                     scheduler=scheduler, force=force, timeout=timeout)
+    except SpecError as exc:
+        raise exc.with_file(source) if source else exc from None

@@ -54,10 +54,21 @@ def _parser() -> argparse.ArgumentParser:
                     help="folder of specs to list (default: %(default)s)")
     ls.set_defaults(func=_list)
 
-    r = sub.add_parser("run", parents=[data_dir], help="run every algorithm x seed of each spec")
+    r = sub.add_parser("run", parents=[data_dir],
+                       help="run every algorithm x grid point x seed of each spec")
     r.add_argument("specs", nargs="+", metavar="SPEC")
     r.add_argument("--out", default="results", metavar="DIR",
                    help="results go to DIR/<spec name>/ (default: %(default)s)")
+    r.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="parallel runs (default: all cores)")
+    r.add_argument("--backend", choices=("loky", "dask"), default="loky",
+                   help="local processes, or a Dask cluster (needs hierfair[cluster])")
+    r.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="Dask scheduler, e.g. tcp://host:8786 (default: a LocalCluster)")
+    r.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="record a run as timed out past this wall time")
+    r.add_argument("--force", action="store_true", help="rerun runs that have results")
+    r.add_argument("--dry-run", action="store_true", help="list the runs; run nothing")
     r.set_defaults(func=_run)
 
     rep = sub.add_parser("report", help="figures and a README.md for a results folder")
@@ -123,16 +134,44 @@ def _describe(path: Path) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hierfair.runner import log_to_stderr, run_experiment
-    from hierfair.spec import load_spec
+    from hierfair.errors import SpecError
+    from hierfair.spec import read_yaml
+    from hierfair.sweep import Progress, describe_plan, plan, sweep
 
-    # Validate every spec before running any, so a typo in the last one does
-    # not surface after an hour of work.
-    experiments = [load_spec(p, data_dir=args.data_dir) for p in args.specs]
+    if args.jobs is not None and args.jobs < 1:
+        raise SpecError("must be at least 1", where="--jobs", value=args.jobs)
+    if args.timeout is not None and args.timeout <= 0:
+        raise SpecError("must be positive", where="--timeout", value=args.timeout)
     out = Path(args.out)
-    for exp in experiments:
-        run_experiment(exp, out, log=log_to_stderr)
-        print(out / exp.spec.name)
+    # Validate every spec (and every grid point) before running any, so a typo
+    # in the last one does not surface after an hour of work.
+    specs = []
+    for path in args.specs:
+        data = read_yaml(path)
+        try:
+            base, runs = plan(data, source=path, data_dir=args.data_dir)
+        except SpecError as exc:
+            raise exc.with_file(path) from None
+        specs.append((path, data, base, runs))
+    if args.dry_run:
+        for _path, _data, base, runs in specs:
+            print(f"{base.spec.name}: {len(runs)} runs")
+            for line in describe_plan(runs, out / base.spec.name):
+                print(f"  {line}")
+        return 0
+    failures = []
+    for path, data, base, _runs in specs:
+        frame = sweep(data, out, source=path, data_dir=args.data_dir, jobs=args.jobs,
+                      backend=args.backend, scheduler=args.scheduler, force=args.force,
+                      timeout=args.timeout, progress=Progress(base.spec.name))
+        bad = frame[frame["status"] != "ok"]
+        failures += [f"{base.spec.name}/{r.run}: {r.status}: {r.error}" for r in bad.itertuples()]
+        print(out / base.spec.name)
+    if failures:
+        print(f"hierfair: {len(failures)} run(s) did not finish:", file=sys.stderr)
+        for line in failures:
+            print(f"  {line}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -22,7 +22,7 @@ import seaborn as sns  # noqa: E402
 from hierfair.results import atomic_path, write_text  # noqa: E402
 from hierfair.spec import load_spec  # noqa: E402
 
-TABLE_COLUMNS = ("label", "seed", "makespan", "wait_mean", "completion_mean",
+TABLE_COLUMNS = ("label", "seed", "status", "makespan", "wait_mean", "completion_mean",
                  "tasks_unfinished", "latency_p50_ns")
 
 
@@ -43,8 +43,11 @@ def plot_shares(folder: Path) -> Path | None:
     data = leaf_dominant_shares(alloc, exp.cluster.resources, exp.cluster.total, leaves)
     if data.empty:
         return None
-    data = data.merge(runs[["run", "label", "seed"]], on="run")
-    data = data[data["seed"] == data["seed"].min()]  # one seed keeps panels readable
+    first = runs[runs["status"] == "ok"]
+    if "grid_point" in first:  # one grid point and one seed keep the panels readable
+        first = first[first["grid_point"] == first["grid_point"].min()]
+    first = first[first["seed"] == first["seed"].min()]
+    data = data.merge(first[["run", "label"]], on="run")
     sns.set_theme(style="whitegrid", context="notebook")
     few = data["path"].nunique() <= 8  # dashes tell overlapping lines apart
     grid = sns.relplot(data=data, x="time", y="dominant_share", hue="path", col="label",

@@ -10,7 +10,8 @@ cartesian product, for every algorithm and every seed::
 
 Each run gets a *run seed* derived from the base seed and the grid point
 (algorithm parameters excluded, so all algorithms of a grid point see the
-same workload); without a grid the run seed is the base seed.
+same workload); without a grid the run seed is the base seed.  Identical runs
+(an algorithm the grid point does not touch) are planned once.
 
 Runs execute through joblib: local processes (``loky``, all cores by
 default) or a Dask cluster (``backend="dask"``, through joblib's dask
@@ -132,6 +133,7 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None
     keys = list(grid)
     points = [dict(zip(keys, values)) for values in itertools.product(*grid.values())] or [{}]
     runs: list[PlannedRun] = []
+    seen: set[str] = set()
     for g, point in enumerate(points):
         spec_data = copy.deepcopy(resolved)
         for path, value in point.items():
@@ -144,6 +146,9 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None
             for seed in spec_data["seeds"]:
                 rseed = run_seed(seed, point)
                 key = _digest([identity, algo, rseed], 32)
+                if key in seen:  # e.g. drf under a grid over another algorithm's params
+                    continue
+                seen.add(key)
                 label = algo.get("label") or algo["name"]
                 run_id = f"{label}-s{seed}-{key[:8]}"
                 runs.append(PlannedRun(index=len(runs), run_id=run_id, algorithm=algo,
@@ -318,8 +323,32 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
     return frame
 
 
+_FIRST = ("run", "run_index", "spec", "spec_hash", "algorithm", "label", "params", "seed",
+          "run_seed", "grid_point")
+_STATUS = ("status", "error", "workload_source")
+_LAST = ("hierfair_version", "code_version", "git_commit", "host", "started_at", "finished_at",
+         "wall_seconds")
+
+
+def _column_order(columns: Sequence[str]) -> list[str]:
+    """Identity, grid values, status, metrics (by name), provenance -- the same
+    order whether a row was just computed or read back from the cache."""
+    def rank(col: str) -> tuple[int, int, str]:
+        if col in _FIRST:
+            return (0, _FIRST.index(col), "")
+        if "." in col or "[" in col:
+            return (1, 0, col)
+        if col in _STATUS:
+            return (2, _STATUS.index(col), "")
+        if col in _LAST:
+            return (4, _LAST.index(col), "")
+        return (3, 0, col)
+    return sorted(columns, key=rank)
+
+
 def _write_runs(rows: Mapping[str, dict[str, Any]], folder: Path) -> pd.DataFrame:
     frame = pd.DataFrame(sorted(rows.values(), key=lambda r: r["run_index"]))
+    frame = frame[_column_order(list(frame.columns))]
     write_parquet(frame, folder / "runs.parquet")
     return frame
 

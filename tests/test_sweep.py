@@ -1,0 +1,146 @@
+"""Sweeps: grid planning, parallel backends agree, failures and timeouts are
+recorded, a killed sweep resumes with exactly the missing runs."""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+import yaml
+
+import hierfair
+from hierfair.cli import main
+from hierfair.results import WALL_CLOCK_COLUMNS
+from hierfair.spec import read_yaml
+from hierfair.sweep import plan, run_seed, sweep
+
+from .conftest import EXPERIMENTS, ROOT, spec_with
+
+MACHINE = set(WALL_CLOCK_COLUMNS) | {"code_version", "git_commit"}
+
+SWEEP = {  # 12 runs, each a fraction of a second
+    **read_yaml(EXPERIMENTS / "sweep-example.yaml"),
+    "grid": {"hierarchy.levels": [2, 3, 4], "workload.jobs": [40]},
+}
+
+
+def metrics(frame: pd.DataFrame) -> pd.DataFrame:
+    keep = [c for c in frame.columns if c not in MACHINE]
+    return frame[keep].sort_values("run_index").reset_index(drop=True)
+
+
+def test_plan_is_the_cartesian_product_with_derived_seeds():
+    data = copy.deepcopy(SWEEP)
+    data["grid"] = {"hierarchy.levels": [2, 3], "workload.jobs": [10, 20, 30],
+                    "algorithms[0].params.attribution": ["paper", "frozen"]}
+    _, runs = plan(data)
+    # hdrf: 2 x 3 x 2 grid points x 2 seeds; drf ignores attribution: 2 x 3 x 2
+    assert len(runs) == 24 + 12
+    assert len({r.run_id for r in runs}) == len(runs)
+    by = {}
+    for r in runs:
+        point = {k: v for k, v in r.grid.items() if not k.startswith("algorithms")}
+        by.setdefault((r.base_seed, tuple(point.items())), set()).add(r.seed)
+    # all algorithms (and their params) of a grid point share its workload seed
+    assert all(len(seeds) == 1 for seeds in by.values())
+    assert len({s for seeds in by.values() for s in seeds}) == len(by)
+    assert run_seed(7, {}) == 7 and run_seed(7, {"algorithms[0].params.p": 1}) == 7
+
+
+def test_bad_grid_path_is_a_clear_error(tmp_path, capsys):
+    data = copy.deepcopy(SWEEP)
+    data["grid"] = {"hierarchy.levles": [2]}
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    assert main(["run", str(spec), "--out", str(tmp_path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec}: hierarchy.levles: unknown key" in err
+
+
+def test_backends_give_identical_metrics(tmp_path):
+    serial = sweep(SWEEP, tmp_path / "one", jobs=1)
+    assert len(serial) == 12 and (serial["status"] == "ok").all()
+    two = sweep(SWEEP, tmp_path / "two", jobs=2)
+    pd.testing.assert_frame_equal(metrics(serial), metrics(two))
+    dask = sweep(SWEEP, tmp_path / "dask", jobs=2, backend="dask")
+    pd.testing.assert_frame_equal(metrics(serial), metrics(dask))
+
+
+def test_cached_runs_are_reused_and_force_reruns(tmp_path):
+    first = sweep(SWEEP, tmp_path, jobs=1)
+    again = sweep(SWEEP, tmp_path, jobs=1)
+    pd.testing.assert_frame_equal(first, again)  # same rows, same start times: nothing ran
+    forced = sweep(SWEEP, tmp_path, jobs=1, force=True)
+    assert (forced["started_at"] != first["started_at"]).all()
+    pd.testing.assert_frame_equal(metrics(first), metrics(forced))
+
+
+def test_failures_and_timeouts_are_recorded_and_the_sweep_goes_on(tmp_path, capsys):
+    data = spec_with(
+        cluster={"resources": ["cpu", "mem"],
+                 "servers": [{"count": 2, "capacity": {"cpu": 8, "mem": 16}}]},
+        hierarchy={"kind": "full-binary", "levels": 2},
+        workload={"kind": "swf", "file": str(ROOT / "tests/data/sample.swf")},
+        algorithms=["drf", "fifo"],
+        grid={"workload.file": [str(ROOT / "tests/data/sample.swf"), "missing.swf"]},
+    )
+    frame = sweep(data, tmp_path, jobs=2)
+    assert (frame["status"] == "ok").sum() == 2
+    failed = frame[frame["status"] == "failed"]
+    assert len(failed) == 2 and failed["error"].str.contains("missing.swf").all()
+
+    # Three tasks take H-DRF no time; the 100-job Facebook schedule (about
+    # 14,000 tasks) takes it seconds.
+    slow = read_yaml(EXPERIMENTS / "facebook-bins.yaml")
+    tiny = {"jobs": [{"queue": "n2/n21", "tasks": 3, "demand": {"cpu": 1}, "duration": 1}]}
+    slow.update(algorithms=["hdrf"], grid={"workload": [tiny, slow["workload"]]})
+    spec = tmp_path / "slow.yaml"
+    spec.write_text(yaml.safe_dump(slow))
+    code = main(["run", str(spec), "--out", str(tmp_path), "--jobs", "1", "--timeout", "0.8"])
+    err = capsys.readouterr().err
+    runs = pd.read_parquet(tmp_path / "facebook-bins" / "runs.parquet")
+    assert code == 1 and "did not finish" in err and "timeout" in err
+    assert runs.set_index("grid_point")["status"].to_dict() == {0: "ok", 1: "timeout"}
+
+
+def test_killed_sweep_resumes_with_exactly_the_missing_runs(tmp_path):
+    data = copy.deepcopy(SWEEP)
+    data["grid"] = {"hierarchy.levels": [3, 4], "workload.jobs": [150, 200]}
+    data["algorithms"] = ["hdrf"]  # 8 runs of about a second each
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "hierfair", "run", str(spec), "--out", str(out), "--jobs", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    summaries = out / "sweep-example" / "runs"
+    deadline = time.monotonic() + 120
+    while len(list(summaries.glob("*/summary.json"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = {p.parent.name: p.stat().st_mtime_ns for p in summaries.glob("*/summary.json")}
+    assert 2 <= len(done) < 8
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"{len(done)} of 8 runs cached" in again.stderr
+    assert again.stderr.count(" ok (") == 8 - len(done)
+    runs = pd.read_parquet(out / "sweep-example" / "runs.parquet")
+    assert len(runs) == 8 and runs["run"].is_unique and (runs["status"] == "ok").all()
+    for rid, mtime in done.items():  # finished runs were not redone
+        assert (summaries / rid / "summary.json").stat().st_mtime_ns == mtime
+    assert not list((out / "sweep-example").rglob("*.tmp"))
+
+
+def test_python_api(tmp_path):
+    frame = hierfair.run(EXPERIMENTS / "drf-example.yaml", out=tmp_path, jobs=1)
+    assert list(frame["label"]) == ["drf", "fifo"]
+    assert (tmp_path / "drf-example" / "runs.parquet").exists()
+    with pytest.raises(hierfair.errors.SpecError, match="no such file"):
+        hierfair.run(tmp_path / "nope.yaml", out=tmp_path)
