@@ -18,8 +18,14 @@ from hierfair.algorithms.collapsed import Collapsed, CollapsedCPU, CollapsedMem
 from hierfair.algorithms.dff import DFF
 from hierfair.algorithms.drf import WeightedDRF
 from hierfair.algorithms.fifo import FIFO
-from hierfair.algorithms.hdrf import DynamicHDRF, RescaleOnlyHDRF, StaticHDRF
+from hierfair.algorithms.hdrf import (
+    DynamicHDRF,
+    PreemptiveHDRF,
+    RescaleOnlyHDRF,
+    StaticHDRF,
+)
 from hierfair.algorithms.mch import MCH
+from hierfair.algorithms.pdrf import PDRF
 from hierfair.algorithms.slots import Slots
 from hierfair.errors import SpecError, from_pydantic
 from hierfair.policy import BasePolicy
@@ -32,6 +38,7 @@ ALGORITHMS: Mapping[str, type[BasePolicy]] = {
         StaticHDRF,
         DynamicHDRF,
         RescaleOnlyHDRF,
+        PreemptiveHDRF,
         NaiveHDRF,
         CapacityCurrent,
         Collapsed,
@@ -40,6 +47,7 @@ ALGORITHMS: Mapping[str, type[BasePolicy]] = {
         MCH,
         DFF,
         Slots,
+        PDRF,
     )
 }
 

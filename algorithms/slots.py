@@ -52,6 +52,7 @@ class SlotIndex:
         self._open = list(range(self.capacity.shape[0]))  # min-heap of servers with a slot
         self._penalty = penalty  # per resource, 0 where over-commit costs nothing
         self.release_epoch = 0
+        self._held: dict[int, int] = {}  # free slots of servers that are down
 
     def _first_open(self) -> int | None:
         while self._open and self.slots[self._open[0]] == 0:
@@ -79,6 +80,18 @@ class SlotIndex:
         self.slots[server] += 1
         self.committed[server] -= demand
         self.free_total += demand
+        self.release_epoch += 1
+
+    def set_down(self, server: int) -> None:
+        self._held[server] = self.slots[server]
+        self.slots[server] = 0
+        self.free_total -= self.capacity[server] - self.committed[server]
+
+    def set_up(self, server: int) -> None:
+        if self.slots[server] == 0 and self._held.get(server, 0) > 0:
+            heapq.heappush(self._open, server)
+        self.slots[server] = self._held.pop(server, self.slots[server])
+        self.free_total += self.capacity[server] - self.committed[server]
         self.release_epoch += 1
 
     def duration_factor(self, server: int) -> float:

@@ -22,7 +22,8 @@ robin to ``small_queues`` (n2's leaves).  All jobs are submitted at
 ``interarrival`` > 0 spaces submissions instead (exponential, seeded).
 
 Task durations are not published: ``task_duration`` seconds each (default
-60), optionally spread uniformly by +-``task_duration_spread``.
+60), optionally spread uniformly by +-``task_duration_spread``;
+``large_task_duration`` gives the large jobs' tasks another length.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ class Params(Strict):
     interarrival: NonNegativeFloat = 0.0
     task_duration: PositiveFloat = 60.0
     task_duration_spread: NonNegativeFloat = 0.0
+    #: Task length of jobs of ``large_threshold`` tasks or more (default: the
+    #: same) -- long-running "hogs" for preemption studies.
+    large_task_duration: PositiveFloat | None = None
 
 
 def job_sizes(p: Params, rng: np.random.Generator) -> np.ndarray:
@@ -99,8 +103,10 @@ def build(p: Params, ctx: BuildContext) -> Workload:
         else:
             demand["cpu"] = p.cpu
         spread = p.task_duration_spread
-        durations = (p.task_duration + rng.uniform(-spread, spread, n) if spread
-                     else np.full(n, p.task_duration))
+        length = (p.large_task_duration if n >= p.large_threshold and p.large_task_duration
+                  else p.task_duration)
+        durations = (length + rng.uniform(-spread, spread, n) if spread
+                     else np.full(n, length))
         raw.append(RawJob(queue, demand, np.maximum(durations, 1e-3), float(submits[i]),
                           f"fb{i}", f"workload (facebook-bins job {i})"))
     return finalize(raw, ctx.cluster, ctx.hierarchy,

@@ -16,7 +16,6 @@ import numpy as np
 
 from hierfair.algorithms import make_policy
 from hierfair.algorithms.drf import dominant_shares
-from hierfair.simulator import Simulator
 from hierfair.spec import AlgorithmSpec, Experiment
 
 
@@ -56,8 +55,7 @@ def allocate(exp: Experiment, algorithm: str | AlgorithmSpec, churn: int = 0,
         return Allocation(algorithm=algo.display, resources=exp.cluster.resources,
                           paths=exp.hierarchy.paths, shares=alloc / exp.cluster.total,
                           tasks=tasks)
-    sim = Simulator(exp.cluster, exp.hierarchy, exp.workload(seed), policy,
-                    placement=exp.placement)
+    sim = exp.simulator(policy, seed)
     sim.submit_all()
     for _ in range(churn):
         if not sim.finish_earliest():

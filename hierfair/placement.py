@@ -116,7 +116,25 @@ class ServerIndex:
         self._answers.clear()
         self.release_epoch += 1
 
+    def set_down(self, server: int) -> None:
+        """The server fails: nothing fits on it until :meth:`set_up` (its
+        tasks must have been released first)."""
+        self.free_total -= np.asarray(self._free[server])
+        self._free[server] = [-float("inf")] * len(self._free[server])
+        self._refresh_path(server)
+        self._answers.clear()
+
+    def set_up(self, server: int) -> None:
+        self._free[server] = self.capacity[server].tolist()
+        self.free_total += self.capacity[server]
+        self._refresh_path(server)
+        self._answers.clear()
+        self.release_epoch += 1
+
     # -- internals -----------------------------------------------------------
+    def _refresh_path(self, server: int) -> None:
+        self._update(server, [0.0] * len(self._free[server]), 0.0)
+
     def _update(self, server: int, demand: list[float], sign: float) -> None:
         row = [f + sign * d for f, d in zip(self._free[server], demand)]
         self._free[server] = row

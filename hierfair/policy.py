@@ -85,6 +85,10 @@ class Policy(Protocol):
     def select(self) -> int | None:
         """The leaf whose next task should start now, or None to stop this round."""
 
+    def preemptions(self) -> list[tuple[int, int]]:
+        """Running tasks to stop before this round, as ``(task, beneficiary
+        leaf)``; they go back to their leaf's queue.  Most policies: none."""
+
 
 class NoParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -131,6 +135,9 @@ class BasePolicy:
 
     def select(self) -> int | None:
         raise NotImplementedError
+
+    def preemptions(self) -> list[tuple[int, int]]:
+        return []
 
 
 class BackfillParams(BaseModel):

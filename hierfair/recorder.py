@@ -26,6 +26,10 @@ class Columns:
         for name, v in zip(self._order, values, strict=True):
             self._cols[name].append(v)
 
+    def set(self, row: int, name: str, value: float) -> None:
+        """Overwrite one cell (e.g. an attempt's end, known only later)."""
+        self._cols[name][row] = value
+
     def __len__(self) -> int:
         return len(self._cols[self._order[0]])
 

@@ -40,7 +40,13 @@ def time_average(times: np.ndarray, values: np.ndarray, end: float) -> float:
     return float(np.sum(values * np.diff(t)) / end)
 
 
-def summarize(result: SimulationResult) -> dict[str, float | int]:
+#: H-DRF Table 1's Facebook bins: "mice" have at most 19 tasks, "hogs" 500 or more.
+MICE_MAX_TASKS = 19
+HOGS_MIN_TASKS = 500
+
+
+def summarize(result: SimulationResult, mice_max_tasks: int = MICE_MAX_TASKS,
+              hogs_min_tasks: int = HOGS_MIN_TASKS) -> dict[str, float | int]:
     """The metrics of one run, as a flat mapping (one row of runs.parquet)."""
     out: dict[str, float | int] = {"makespan": result.makespan}
     util = result.utilization
@@ -53,6 +59,17 @@ def summarize(result: SimulationResult) -> dict[str, float | int]:
     out["tasks_unfinished"] = int((result.tasks["state"] != "finished").sum())
     out["wait_mean"] = float(jobs["wait"].mean()) if len(jobs) else float("nan")
     out["completion_mean"] = float(jobs["completion"].mean()) if len(jobs) else float("nan")
+    mice = jobs[jobs["tasks"] <= mice_max_tasks]
+    hogs = jobs[jobs["tasks"] >= hogs_min_tasks]
+    out["mice"] = len(mice)
+    out["wait_median_mice"] = float(mice["wait"].median()) if len(mice) else float("nan")
+    out["hogs"] = len(hogs)
+    out["wait_median_hogs"] = float(hogs["wait"].median()) if len(hogs) else float("nan")
+    out["preemptions"] = len(result.preemptions)
+    attempts = result.attempts["outcome"] if len(result.attempts) else []
+    out["kills"] = int(np.sum(np.asarray(attempts) == "killed"))
+    out["task_failures"] = int(np.sum(np.asarray(attempts) == "failed"))
+    out["wasted_work"] = float(result.extra.get("wasted_work", 0.0))
     dec = result.decisions
     lat = dec["latency_ns"].to_numpy()
     out["decisions"] = len(dec)

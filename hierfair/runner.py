@@ -6,10 +6,10 @@
   values, status, the metrics of :func:`hierfair.results.summarize`, version
   and provenance (see :mod:`hierfair.sweep`);
 * ``runs/<run id>/`` -- that run's detail tables (``jobs``, ``tasks``,
-  ``allocations``, ``utilization``, ``decisions``) and ``summary.json``;
-* ``jobs.parquet``, ``tasks.parquet``, ``allocations.parquet``,
-  ``utilization.parquet``, ``decisions.parquet`` -- every successful run's
-  details together, each row tagged with its ``run``;
+  ``allocations``, ``utilization``, ``decisions``, ``attempts``,
+  ``preemptions``) and ``summary.json``;
+* the same tables at the top -- every successful run's details together,
+  each row tagged with its ``run``;
 * ``spec.yaml`` -- the spec as resolved (defaults filled in).
 
 Every file is written atomically.
@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from hierfair.algorithms import make_policy
-from hierfair.simulator import SimulationResult, Simulator
+from hierfair.simulator import SimulationResult
 from hierfair.spec import AlgorithmSpec, Experiment
 from hierfair.sweep import DETAIL_TABLES, sweep
 
@@ -34,9 +34,7 @@ __all__ = ["DETAIL_TABLES", "run_experiment", "simulate"]
 
 def simulate(exp: Experiment, algo: AlgorithmSpec, seed: int) -> SimulationResult:
     """One run: a fresh policy on a fresh simulator."""
-    sim = Simulator(exp.cluster, exp.hierarchy, exp.workload(seed),
-                    make_policy(algo.name, algo.params), placement=exp.placement)
-    return sim.run()
+    return exp.simulator(make_policy(algo.name, algo.params), seed).run()
 
 
 def run_experiment(exp: Experiment, out: Path,

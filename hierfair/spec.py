@@ -35,6 +35,7 @@ import yaml
 from pydantic import (
     Field,
     NonNegativeFloat,
+    PositiveFloat,
     PositiveInt,
     ValidationError,
     field_validator,
@@ -52,6 +53,8 @@ from hierfair.datasets.base import BuildContext
 from hierfair.errors import SpecError, from_pydantic
 from hierfair.model import Cluster, Hierarchy, Workload
 from hierfair.placement import PLACEMENTS
+from hierfair.policy import BasePolicy
+from hierfair.simulator import Faults, Interruptions, Simulator
 from hierfair.spec_base import Strict
 
 
@@ -85,6 +88,33 @@ class AlgorithmSpec(Strict):
         return self.label or self.name
 
 
+class PreemptionSpec(Strict):
+    """What a preempted, killed or failed task loses."""
+
+    mode: Literal["restart", "checkpoint"] = "restart"
+    overhead: NonNegativeFloat = 0.0  # checkpoint/restore seconds added on resume
+
+
+class OutageSpec(Strict):
+    server: int | str  # index or name
+    at: NonNegativeFloat
+    repair: PositiveFloat | None = None  # seconds down; None: never repaired
+
+
+class FaultSpec(Strict):
+    servers: list[OutageSpec] = Field(default_factory=list)
+    mtbf: PositiveFloat | None = None  # per server, exponential, seeded by the run
+    repair: PositiveFloat = 60.0
+    task_failure: float = Field(0.0, ge=0, lt=1)
+
+
+class MetricsSpec(Strict):
+    """Thresholds of the mice/hogs wait metrics (default: Facebook bins)."""
+
+    mice_max_tasks: int = Field(19, ge=1)
+    hogs_min_tasks: int = Field(500, ge=1)
+
+
 class Spec(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
@@ -96,6 +126,9 @@ class Spec(Strict):
     #: Field path (``hierarchy.levels``, ``algorithms[0].params.p``) -> values;
     #: the sweep runs their cartesian product (hierfair.sweep).
     grid: dict[str, list[Any]] = Field(default_factory=dict)
+    preemption: PreemptionSpec = Field(default_factory=PreemptionSpec)
+    faults: FaultSpec = Field(default_factory=FaultSpec)
+    metrics: MetricsSpec = Field(default_factory=MetricsSpec)
 
     @field_validator("grid")
     @classmethod
@@ -132,6 +165,27 @@ class Experiment:
                                spec_path=self.source, data_dir=self.data_dir)
             self._workloads[seed] = build_workload(self.spec.workload, ctx)
         return self._workloads[seed]
+
+    def simulator(self, policy: BasePolicy, seed: int, deadline: float | None = None
+                  ) -> Simulator:
+        """A simulator of this experiment's workload for ``seed`` under ``policy``."""
+        f = self.spec.faults
+        outages = tuple((self._server(o.server, i), o.at, o.repair)
+                        for i, o in enumerate(f.servers))
+        return Simulator(self.cluster, self.hierarchy, self.workload(seed), policy,
+                         placement=self.placement, deadline=deadline,
+                         interruptions=Interruptions(self.spec.preemption.mode,
+                                                     self.spec.preemption.overhead),
+                         faults=Faults(outages, f.mtbf, f.repair, f.task_failure, seed))
+
+    def _server(self, name: int | str, i: int) -> int:
+        names = self.cluster.server_names
+        if isinstance(name, int) and 0 <= name < len(names):
+            return name
+        if isinstance(name, str) and name in names:
+            return names.index(name)
+        raise SpecError(f"no such server (the cluster has {len(names)}: {names[0]} ...)",
+                        where=f"faults.servers[{i}].server", value=name)
 
     @property
     def spec_hash(self) -> str:
@@ -214,6 +268,8 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
             raise SpecError(exc.message, where=where, value=exc.value) from None
     experiment = Experiment(spec=spec, source=source, cluster=cluster, hierarchy=hierarchy,
                             placement=placement, data_dir=data_dir)
+    for i, outage in enumerate(spec.faults.servers):
+        experiment._server(outage.server, i)
     if check_workload:
         experiment.workload(spec.seeds[0])  # validates queues, demands and fit
     else:

@@ -53,10 +53,11 @@ from hierfair import __version__
 from hierfair.algorithms import make_policy
 from hierfair.errors import HierfairError, SpecError
 from hierfair.results import summarize, write_parquet, write_text
-from hierfair.simulator import RunTimeout, Simulator
+from hierfair.simulator import RunTimeout
 from hierfair.spec import Experiment, build_experiment
 
-DETAIL_TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions")
+DETAIL_TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
+                 "preemptions")
 # Spec fields that are not part of a run's identity (the run names them itself).
 _NOT_IN_KEY = ("algorithms", "seeds", "grid", "name", "description")
 
@@ -142,7 +143,10 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None
             build_experiment(copy.deepcopy(spec_data), source=source, data_dir=data_dir,
                              check_workload=False)
         identity = {k: v for k, v in spec_data.items() if k not in _NOT_IN_KEY}
-        for algo in spec_data["algorithms"]:
+        for a, algo in enumerate(spec_data["algorithms"]):
+            # grid keys of *other* algorithms do not describe this run
+            mine = {k: v for k, v in point.items()
+                    if not k.startswith("algorithms[") or k.startswith(f"algorithms[{a}]")}
             for seed in spec_data["seeds"]:
                 rseed = run_seed(seed, point)
                 key = _digest([identity, algo, rseed], 32)
@@ -152,7 +156,7 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None
                 label = algo.get("label") or algo["name"]
                 run_id = f"{label}-s{seed}-{key[:8]}"
                 runs.append(PlannedRun(index=len(runs), run_id=run_id, algorithm=algo,
-                                       grid_point=g, grid=point, base_seed=seed, seed=rseed,
+                                       grid_point=g, grid=mine, base_seed=seed, seed=rseed,
                                        spec_data=spec_data, key=key))
     return base, runs
 
@@ -186,13 +190,11 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
     run_dir = Path(folder) / "runs" / run.run_id
     try:
         exp = _experiment(json.dumps(run.spec_data, sort_keys=True), source, data_dir)
-        workload = exp.workload(run.seed)
         deadline = time.monotonic() + timeout if timeout else None
-        sim = Simulator(exp.cluster, exp.hierarchy, workload,
-                        make_policy(run.algorithm["name"], run.algorithm.get("params")),
-                        placement=exp.placement, deadline=deadline)
+        sim = exp.simulator(make_policy(run.algorithm["name"], run.algorithm.get("params")),
+                            run.seed, deadline=deadline)
         result = sim.run()
-        row.update(summarize(result))
+        row.update(summarize(result, **exp.spec.metrics.model_dump()))
         row["workload_source"] = result.workload_source
         for table in DETAIL_TABLES:
             write_parquet(getattr(result, table), run_dir / f"{table}.parquet")

@@ -1,0 +1,133 @@
+"""Preemption, PDRF, hdrf-preemptive and faults: conservation on random
+instances, PDRF = DRF at p = 1, the hogs-and-mice trade-off, a server failure."""
+
+from __future__ import annotations
+
+from time import monotonic
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hierfair.algorithms import make_policy
+from hierfair.results import summarize
+from hierfair.runner import run_experiment
+from hierfair.spec import build_experiment, load_spec, read_yaml
+
+from .conftest import EXPERIMENTS
+from .test_simulator import random_spec
+
+
+@st.composite
+def faulty_spec(draw):
+    data = draw(random_spec())
+    n_servers = sum(s.get("count", 1) for s in data["cluster"]["servers"])
+    algorithm = draw(st.sampled_from([
+        "drf", "pdrf", "hdrf-preemptive",
+        {"name": "pdrf", "params": {"p": 0.2, "alpha": 0.5, "beta": 1}}]))
+    data["algorithms"] = [algorithm]
+    # Preempting after 1 s of run time livelocks a 20-s task under restart (it
+    # never gets to finish) and under a 2-s checkpoint overhead (each resume
+    # adds more than it ran): that PDRF setting is drawn with free checkpoints.
+    aggressive = isinstance(algorithm, dict)
+    data["preemption"] = {
+        "mode": draw(st.sampled_from(["checkpoint"] if aggressive else ["restart", "checkpoint"])),
+        "overhead": draw(st.sampled_from([0] if aggressive else [0, 2]))}
+    outages = [{"server": draw(st.integers(0, n_servers - 1)), "at": draw(st.integers(0, 40)),
+                "repair": draw(st.integers(1, 30))} for _ in range(draw(st.integers(0, 3)))]
+    data["faults"] = {"servers": outages, "task_failure": draw(st.sampled_from([0, 0.2]))}
+    return data
+
+
+def check_conservation(exp, result) -> None:
+    tasks, attempts = result.tasks, result.attempts
+    wl = exp.workload(0)
+    # every task finished exactly once
+    assert (tasks["state"] == "finished").all()
+    finished = attempts[attempts["outcome"] == "finished"]
+    assert finished["task"].is_unique and len(finished) == len(tasks)
+    assert (attempts["end"] >= attempts["start"]).all()
+    # no server over capacity at any moment (attempts are the ground truth)
+    demand = np.stack([wl.jobs[j].demand for j in tasks["job"]])
+    for server, rows in attempts.groupby("server"):
+        events = sorted([(r.start, 1, r.task) for r in rows.itertuples()]
+                        + [(r.end, 0, r.task) for r in rows.itertuples()])
+        use = np.zeros(exp.cluster.n_resources)
+        for _, start, task in events:
+            use = use + demand[task] if start else use - demand[task]
+            assert (use <= exp.cluster.capacities[server] + 1e-9).all()
+    # no attempt runs on a server while it is down
+    for o in exp.spec.faults.servers:
+        on = attempts[attempts["server"] == o.server]
+        assert ((on["end"] <= o.at) | (on["start"] >= o.at + o.repair)).all()
+    # lost work accounted exactly
+    interrupted = attempts[attempts["outcome"] != "finished"]
+    lost = float((interrupted["end"] - interrupted["start"]).sum())
+    if exp.spec.preemption.mode == "restart":
+        assert result.extra["wasted_work"] == pytest.approx(lost)
+    else:
+        assert result.extra["wasted_work"] == 0.0
+    assert summarize(result)["preemptions"] == (attempts["outcome"] == "preempted").sum()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=faulty_spec())
+def test_conservation_under_preemption_and_faults(data):
+    exp = build_experiment(data)
+    algo = exp.spec.algorithms[0]
+    # a deadline turns a livelock (preemption ping-pong) into a failure, not a hang
+    sim = exp.simulator(make_policy(algo.name, algo.params), 0, deadline=monotonic() + 10)
+    check_conservation(exp, sim.run())
+
+
+def test_pdrf_at_p1_without_preemption_is_drf():
+    for name in ("hogs-and-mice", "hdrf-fig8", "facebook-bins"):
+        exp = load_spec(EXPERIMENTS / f"{name}.yaml")
+        drf = exp.simulator(make_policy("drf"), 0).run()
+        pdrf = exp.simulator(make_policy("pdrf", {"p": 1, "preempt": False}), 0).run()
+        pd.testing.assert_frame_equal(drf.tasks, pdrf.tasks)
+        pd.testing.assert_frame_equal(drf.allocations, pdrf.allocations)
+
+
+def test_pdrf_lowers_the_wait_of_mice(tmp_path):
+    runs = run_experiment(load_spec(EXPERIMENTS / "hogs-and-mice.yaml"), tmp_path, jobs=2)
+    drf = runs[runs["label"] == "drf"].iloc[0]
+    pdrf = runs[runs["label"] == "pdrf"].set_index("algorithms[2].params.p")
+    assert (pdrf["wait_median_mice"] < drf["wait_median_mice"] / 2).all()
+    assert (pdrf["preemptions"] > 0).all() and (pdrf["wasted_work"] > 0).all()
+    # the trade-off: mice gain, hogs wait longer than under DRF
+    assert (pdrf["wait_median_hogs"] >= drf["wait_median_hogs"]).all()
+    plain = runs[runs["label"] == "pdrf-no-preempt"].iloc[0]
+    assert plain["wait_median_mice"] == drf["wait_median_mice"]
+
+
+def test_server_failure_restarts_tasks_elsewhere(tmp_path):
+    exp = load_spec(EXPERIMENTS / "server-failure.yaml")
+    data = read_yaml(EXPERIMENTS / "server-failure.yaml")
+    data["faults"].pop("task_failure")
+    exp = build_experiment(data)
+    result = exp.simulator(make_policy("drf"), 0).run()
+    check_conservation(exp, result)
+    killed = result.attempts[result.attempts["outcome"] == "killed"]
+    assert len(killed) == 4 and (killed["server"] == 1).all() and (killed["end"] == 45).all()
+    again = result.attempts[result.attempts["task"].isin(killed["task"])
+                            & (result.attempts["outcome"] == "finished")]
+    assert (again["server"] != 1).all() or (again["start"] >= 105).all()
+    util = result.utilization.set_index("time")["cpu"]
+    assert util.loc[45.0] == 0.75  # 3 of 4 servers while server 1 is down
+    assert util.loc[:44.9].max() == 1.0 and util.loc[105.0] == 1.0
+
+
+def test_hdrf_preemptive_gives_a_late_leaf_its_share_at_once(tmp_path):
+    runs = run_experiment(load_spec(EXPERIMENTS / "hdrf-preemptive.yaml"), tmp_path)
+    jobs = pd.read_parquet(tmp_path / "hdrf-preemptive" / "jobs.parquet")
+    first = jobs[jobs["leaf"] == "n2/n21"].set_index("run")["first_start"]
+    label = dict(zip(runs["run"], runs["label"]))
+    starts = {label[r]: t for r, t in first.items()}
+    assert starts["hdrf"] == 1000.0  # waits for n1,1's 1000-s tasks
+    assert starts["hdrf-preemptive"] == 50.0
+    pre = runs.set_index("label").loc["hdrf-preemptive"]
+    assert pre["preemptions"] == 5  # n2,1's static share: 5 of 10 CPUs
+    assert pre["wasted_work"] == 0.0  # checkpointed
