@@ -131,3 +131,14 @@ def test_hdrf_preemptive_gives_a_late_leaf_its_share_at_once(tmp_path):
     pre = runs.set_index("label").loc["hdrf-preemptive"]
     assert pre["preemptions"] == 5  # n2,1's static share: 5 of 10 CPUs
     assert pre["wasted_work"] == 0.0  # checkpointed
+
+
+def test_mtbf_failures_are_seeded_and_conserve_tasks():
+    data = read_yaml(EXPERIMENTS / "server-failure.yaml")
+    data["faults"] = {"mtbf": 80, "repair": 20}
+    exp = build_experiment(data)
+    runs = [exp.simulator(make_policy("hdrf"), seed).run() for seed in (0, 0, 1)]
+    check_conservation(exp, runs[0])
+    assert (runs[0].attempts["outcome"] == "killed").sum() > 0
+    pd.testing.assert_frame_equal(runs[0].attempts, runs[1].attempts)
+    assert not runs[0].attempts.equals(runs[2].attempts)
