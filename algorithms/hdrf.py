@@ -33,7 +33,13 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from hierfair.model import Hierarchy, Workload
-from hierfair.policy import BasePolicy, NoParams, SchedulerState
+from hierfair.policy import (
+    BasePolicy,
+    NoParams,
+    SchedulerState,
+    room_on_one_server,
+    running_by_leaf,
+)
 from hierfair.spec_base import Strict
 from hierfair.treewalk import TreeView, TreeWalkPolicy
 
@@ -442,28 +448,20 @@ class PreemptiveHDRF(DynamicHDRF):
             return []
         _, leaf = min(starving)
         need = state.next_demand(leaf)
-        by_leaf: dict[int, list[int]] = {}
-        for task in state.running_tasks():
-            by_leaf.setdefault(state.task_info(task)[1], []).append(task)
+        by_leaf = running_by_leaf(state)
         margin = self.params.margin_tasks  # type: ignore[attr-defined]
         over = []
         for victim, tasks in by_leaf.items():
             one = float((state.task_info(tasks[-1])[3] * self.inv_total).max())
             if victim != leaf and share[victim] - margin * one > target[victim]:
                 over.append((share[victim] - target[victim], victim, one))
-        freed: dict[int, np.ndarray] = {}
-        chosen: dict[int, list[int]] = {}
-        for _, victim, one in sorted(over, reverse=True):
-            room = share[victim] - target[victim]
-            for task in reversed(by_leaf[victim]):
-                if room - one < 0:
-                    break
-                _, _, server, demand, start = state.task_info(task)
-                if start >= state.now:  # never undo a start of this very instant
-                    continue
-                room -= one
-                freed[server] = freed.get(server, 0.0) + demand
-                chosen.setdefault(server, []).append(task)
-                if np.all(state.server_free(server) + freed[server] >= need - 1e-9):
-                    return [(t, leaf) for t in chosen[server]]
-        return []
+
+        def candidates():  # most over first; never below the static share
+            for room, victim, one in sorted(over, reverse=True):
+                for task in reversed(by_leaf[victim]):
+                    if room - one < 0:
+                        break
+                    room -= one
+                    yield task
+
+        return [(t, leaf) for t in room_on_one_server(state, need, candidates())]

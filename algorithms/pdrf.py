@@ -43,7 +43,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field, NonNegativeFloat
 
-from hierfair.policy import BasePolicy, SchedulerState
+from hierfair.policy import BasePolicy, SchedulerState, room_on_one_server, running_by_leaf
 from hierfair.spec_base import Strict
 
 KEY_DECIMALS = 12
@@ -132,22 +132,8 @@ class PDRF(BasePolicy):
                    and state.job_times(state.last_job(v))[0] > threshold]
         if not victims:
             return []
-        wanted = set(victims)
-        by_leaf: dict[int, list[int]] = {}
-        for task in state.running_tasks():
-            victim = state.task_info(task)[1]
-            if victim in wanted:
-                by_leaf.setdefault(victim, []).append(task)
-        freed: dict[int, np.ndarray] = {}
-        chosen: dict[int, list[int]] = {}
-        for victim in sorted(victims, key=lambda v: (-prio[v], v)):  # most served first
-            tasks = by_leaf.get(victim, [])
-            for task in reversed(tasks):  # most recently started first: least work lost
-                _, _, server, demand, start = state.task_info(task)
-                if start >= state.now:  # never undo a start of this very instant
-                    continue
-                freed[server] = freed.get(server, 0.0) + demand
-                chosen.setdefault(server, []).append(task)
-                if np.all(state.server_free(server) + freed[server] >= need - 1e-9):
-                    return [(t, leaf) for t in chosen[server]]
-        return []
+        by_leaf = running_by_leaf(state)
+        order = sorted(victims, key=lambda v: (-prio[v], v))  # most served first
+        # most recently started first: least work lost
+        tasks = (t for v in order for t in reversed(by_leaf.get(v, [])))
+        return [(t, leaf) for t in room_on_one_server(state, need, tasks)]

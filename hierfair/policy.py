@@ -201,3 +201,30 @@ class LeafPriorityPolicy(BasePolicy):
                 return None
             self._parked.append(heapq.heappop(heap))
         return None
+
+
+# -- preemption helpers shared by the preemptive policies -------------------
+def running_by_leaf(state: Any) -> dict[int, list[int]]:
+    """Running task ids per leaf, earliest started first."""
+    out: dict[int, list[int]] = {}
+    for task in state.running_tasks():
+        out.setdefault(state.task_info(task)[1], []).append(task)
+    return out
+
+
+def room_on_one_server(state: Any, need: np.ndarray, tasks: Any) -> list[int]:
+    """Take tasks from ``tasks`` (an iterable, in the order to preempt them)
+    until stopping the ones taken on one server leaves room for ``need`` there;
+    returns those, or [] if the candidates run out first.  Tasks started in
+    this very instant are skipped (undoing them could swap forever)."""
+    freed: dict[int, np.ndarray] = {}
+    chosen: dict[int, list[int]] = {}
+    for task in tasks:
+        _, _, server, demand, start = state.task_info(task)
+        if start >= state.now:
+            continue
+        freed[server] = freed.get(server, 0.0) + demand
+        chosen.setdefault(server, []).append(task)
+        if np.all(state.server_free(server) + freed[server] >= need - 1e-9):
+            return chosen[server]
+    return []
