@@ -8,6 +8,7 @@ one table row per run.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib
@@ -69,8 +70,10 @@ def section(folder: Path) -> str:
     runs = pd.read_parquet(folder / "runs.parquet")
     exp = load_spec(folder / "spec.yaml", check_workload=False)
     lines = [f"## {exp.spec.name}", "", exp.spec.description or "", ""]
-    sources = sorted(runs["workload_source"].unique())
-    lines += [f"Input: {', '.join(sources)}.", ""]
+    sources = runs["workload_source"].dropna().unique().tolist()
+    if len(sources) > 1:  # the same generator at many run seeds: say it once
+        sources = [re.sub(r"seed \d+", "run seeds", src) for src in sources]
+    lines += [f"Input: {', '.join(sorted(set(sources)))}.", ""]
     cols = [c for c in TABLE_COLUMNS if c in runs]
     util = [c for c in runs.columns if c.startswith("util_")]
     table = runs[cols[:2] + util + cols[2:]]
