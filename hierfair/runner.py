@@ -17,7 +17,6 @@ Every file is written atomically.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,3 @@ def run_experiment(exp: Experiment, out: Path,
     options.setdefault("jobs", 1)
     return sweep(exp.spec.model_dump(mode="json"), out, source=exp.source,
                  data_dir=exp.data_dir, progress=progress, **options)
-
-
-def log_to_stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
