@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from hierfair.allocate import Allocation, allocate
+from hierfair.results import time_average
+from hierfair.runner import simulate
 from hierfair.spec import AlgorithmSpec, build_experiment, load_spec, read_yaml
 
 from .conftest import EXPERIMENTS
@@ -172,3 +174,24 @@ def test_fig2_flat_drf_ignores_the_tree():
     a = allocate(spec("hdrf-fig2"), "drf")
     assert [a.node(p)["tasks"] for p in ("n1", "n2/n21", "n2/n22", "n2/n23")] == [
         80, 80, 160, 160]
+
+
+def test_naive_hdrf_starves_n21_in_a_running_system():
+    # §3.3 with tasks ending one at a time (staggered lengths): naive H-DRF
+    # hands the CPUs n2,1 releases to n1,1 -- n2,1 drops to none while it has
+    # hundreds of tasks waiting, and averages well under its 5 CPUs while n1,1
+    # runs; H-DRF keeps it at 5.
+    exp = spec("hdrf-fig4-churn")
+    algos = {a.name: a for a in exp.spec.algorithms}
+    held = {}
+    for name in ("naive-hdrf", "hdrf"):
+        result = simulate(exp, algos[name], 0)
+        alloc = result.allocations
+        n21 = alloc[alloc["path"] == "n2/n21"]
+        end = result.jobs.set_index("leaf").loc["n1/n11", "finish"]
+        before = n21[n21["time"] < end]
+        held[name] = time_average(before["time"].to_numpy(), before["cpu"].to_numpy(), end)
+        starved = before[(before["time"] > 0) & (before["cpu"] == 0)]
+        assert (len(starved) > 0) == (name == "naive-hdrf"), name
+    assert held["naive-hdrf"] < 2.5
+    assert held["hdrf"] > 4.9
