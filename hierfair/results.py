@@ -69,7 +69,7 @@ def summarize(result: SimulationResult, mice_max_tasks: int = MICE_MAX_TASKS,
     attempts = result.attempts["outcome"] if len(result.attempts) else []
     out["kills"] = int(np.sum(np.asarray(attempts) == "killed"))
     out["task_failures"] = int(np.sum(np.asarray(attempts) == "failed"))
-    out["wasted_work"] = float(result.extra.get("wasted_work", 0.0))
+    out["wasted_work"] = result.wasted_work
     dec = result.decisions
     lat = dec["latency_ns"].to_numpy()
     out["decisions"] = len(dec)

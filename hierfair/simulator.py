@@ -38,7 +38,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from time import monotonic, perf_counter_ns
 from typing import Literal
@@ -107,7 +107,7 @@ class SimulationResult:
     resources: tuple[str, ...]
     makespan: float
     workload_source: str
-    extra: dict = field(default_factory=dict)
+    wasted_work: float = 0.0  # task-seconds lost to preemptions, kills, failures
 
 
 class Simulator:
@@ -289,7 +289,7 @@ class Simulator:
                     if attempt == self._task_attempt[key]:
                         self._interrupt(key, outcome="failed")
                 elif kind == _DOWN:
-                    self._server_down(key, attempt)
+                    self._server_down(key)
                 elif kind == _UP:
                     self._server_up(key)
                 else:
@@ -489,7 +489,7 @@ class Simulator:
     def _plan_faults(self) -> None:
         f = self._faults
         for server, at, repair in f.outages:
-            heapq.heappush(self._events, (at, _DOWN, server, -1 if repair is None else 1))
+            heapq.heappush(self._events, (at, _DOWN, server, 0))
             if repair is not None:
                 heapq.heappush(self._events, (at + repair, _UP, server, 0))
         if f.mtbf:
@@ -499,10 +499,10 @@ class Simulator:
     def _next_failure(self, server: int, after: float) -> None:
         rng = np.random.default_rng([self._faults.seed, server, int(after * 1e6)])
         at = after + float(rng.exponential(self._faults.mtbf))
-        heapq.heappush(self._events, (at, _DOWN, server, 2))
-        heapq.heappush(self._events, (at + self._faults.repair, _UP, server, 2))
+        heapq.heappush(self._events, (at, _DOWN, server, 0))
+        heapq.heappush(self._events, (at + self._faults.repair, _UP, server, 0))
 
-    def _server_down(self, server: int, how: int) -> None:
+    def _server_down(self, server: int) -> None:
         """An outage starts; overlapping outages keep the server down until
         the last one ends."""
         self._down[server] += 1
@@ -633,5 +633,5 @@ class Simulator:
             resources=self.cluster.resources,
             makespan=float(finished.max()) if finished.size else 0.0,
             workload_source=self.workload.source,
-            extra={"wasted_work": self._wasted},
+            wasted_work=self._wasted,
         )

@@ -66,9 +66,9 @@ def check_conservation(exp, result) -> None:
     interrupted = attempts[attempts["outcome"] != "finished"]
     lost = float((interrupted["end"] - interrupted["start"]).sum())
     if exp.spec.preemption.mode == "restart":
-        assert result.extra["wasted_work"] == pytest.approx(lost)
+        assert result.wasted_work == pytest.approx(lost)
     else:
-        assert result.extra["wasted_work"] == 0.0
+        assert result.wasted_work == 0.0
     assert summarize(result)["preemptions"] == (attempts["outcome"] == "preempted").sum()
 
 
