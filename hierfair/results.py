@@ -10,6 +10,7 @@ differ between two runs of the same spec and seed (see
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -80,18 +81,57 @@ def summarize(result: SimulationResult, mice_max_tasks: int = MICE_MAX_TASKS,
     return out
 
 
+_TMP_SEP = "~"
+
+
 @contextmanager
 def atomic_path(path: Path) -> Iterator[str]:
     """A temporary path beside ``path`` that replaces it only once fully written,
-    so a killed process leaves the old file or the new one, never half of one."""
+    so a killed process leaves the old file or the new one, never half of one.
+
+    The temporary name carries the writer's host and pid so that
+    :func:`remove_stale_temporaries` can tell an abandoned file from one being
+    written right now.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     # Not mkstemp: its files are private (0600); results should get the umask.
-    tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"))
+    owner = _TMP_SEP.join((socket.gethostname(), str(os.getpid()), uuid.uuid4().hex[:8]))
+    tmp = str(path.with_name(f".{path.name}{_TMP_SEP}{owner}.tmp"))
     try:
         yield tmp
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def remove_stale_temporaries(folder: Path) -> int:
+    """Delete temporary files under ``folder`` whose writer on this host is dead.
+
+    A SIGKILL between writing a temporary and renaming it leaves the temporary
+    behind; the published file is intact, the temporary is litter.  Files from
+    other hosts (Dask workers on a shared file system) and from live processes
+    are left alone.  Returns how many were removed.
+    """
+    host = socket.gethostname()
+    removed = 0
+    for tmp in folder.rglob(f".*{_TMP_SEP}*.tmp"):
+        parts = tmp.name[:-len(".tmp")].rsplit(_TMP_SEP, 3)
+        if len(parts) != 4 or parts[1] != host or not parts[2].isdigit():
+            continue
+        if not _alive(int(parts[2])):
+            tmp.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
 
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> None:

@@ -52,7 +52,7 @@ import pandas as pd
 from hierfair import __version__
 from hierfair.algorithms import make_policy
 from hierfair.errors import HierfairError, SpecError
-from hierfair.results import summarize, write_parquet, write_text
+from hierfair.results import remove_stale_temporaries, summarize, write_parquet, write_text
 from hierfair.simulator import RunTimeout
 from hierfair.spec import Experiment, build_experiment
 
@@ -296,6 +296,7 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
     base, runs = plan(data, source, data_dir)
     folder = Path(out) / base.spec.name
     folder.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(folder)  # left by a sweep killed mid-write
     write_text(base.resolved_yaml(), folder / "spec.yaml")
     rows: dict[str, dict[str, Any]] = {}
     todo = []

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,7 +17,7 @@ import yaml
 
 import hierfair
 from hierfair.cli import main
-from hierfair.results import WALL_CLOCK_COLUMNS
+from hierfair.results import WALL_CLOCK_COLUMNS, atomic_path, remove_stale_temporaries
 from hierfair.spec import read_yaml
 from hierfair.sweep import plan, run_seed, sweep
 
@@ -136,6 +137,22 @@ def test_killed_sweep_resumes_with_exactly_the_missing_runs(tmp_path):
     for rid, mtime in done.items():  # finished runs were not redone
         assert (summaries / rid / "summary.json").stat().st_mtime_ns == mtime
     assert not list((out / "sweep-example").rglob("*.tmp"))
+
+
+def test_only_temporaries_of_dead_writers_on_this_host_are_removed(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    target = tmp_path / "runs" / "r1" / "jobs.parquet"
+    with atomic_path(target) as mine:  # this process is alive: its file stays
+        Path(mine).write_text("being written")
+        host, _, _ = Path(mine).name[len(".jobs.parquet~"):-len(".tmp")].split("~")
+        abandoned = target.with_name(f".jobs.parquet~{host}~{dead}~0123abcd.tmp")
+        elsewhere = target.with_name(f".jobs.parquet~not-{host}~{dead}~0123abcd.tmp")
+        for path in (abandoned, elsewhere):
+            path.write_text("half")
+        assert remove_stale_temporaries(tmp_path) == 1
+        assert not abandoned.exists() and elsewhere.exists() and Path(mine).exists()
+    assert target.read_text() == "being written"
 
 
 def test_python_api(tmp_path):
