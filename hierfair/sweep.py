@@ -270,7 +270,11 @@ def _backend(backend: str, jobs: int | None, scheduler: str | None) -> Iterator[
         raise SpecError("the dask backend needs dask.distributed: pip install "
                         "'hierfair[cluster]'", where="--backend", value=backend) from None
     if scheduler:
-        client = Client(scheduler)
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise SpecError(f"cannot reach the Dask scheduler ({exc})", where="--scheduler",
+                            value=scheduler) from None
         cluster = None
     else:
         cluster = LocalCluster(n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1,

@@ -73,6 +73,25 @@ def test_backends_give_identical_metrics(tmp_path):
     pd.testing.assert_frame_equal(metrics(serial), metrics(dask))
 
 
+def test_dask_backend_on_a_running_scheduler(tmp_path, capsys):
+    from dask.distributed import LocalCluster
+
+    # a cluster started apart from the sweep, reached only by its address
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        remote = sweep(SWEEP, tmp_path / "remote", backend="dask",
+                       scheduler=cluster.scheduler_address)
+    serial = sweep(SWEEP, tmp_path / "one", jobs=1)
+    pd.testing.assert_frame_equal(metrics(serial), metrics(remote))
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump(SWEEP))
+    code = main(["run", str(spec), "--out", str(tmp_path / "none"), "--backend", "dask",
+                 "--scheduler", "tcp://127.0.0.1:9"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--scheduler: cannot reach the Dask scheduler" in err
+    assert "tcp://127.0.0.1:9" in err and "Traceback" not in err
+
+
 def test_cached_runs_are_reused_and_force_reruns(tmp_path):
     first = sweep(SWEEP, tmp_path, jobs=1)
     again = sweep(SWEEP, tmp_path, jobs=1)
