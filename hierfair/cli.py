@@ -134,6 +134,7 @@ def _describe(path: Path) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from hierfair.claims import read_verdicts
     from hierfair.errors import SpecError
     from hierfair.spec import read_yaml
     from hierfair.sweep import Progress, describe_plan, plan, sweep
@@ -166,6 +167,7 @@ def _run(args: argparse.Namespace) -> int:
                       timeout=args.timeout, progress=Progress(base.spec.name))
         bad = frame[frame["status"] != "ok"]
         failures += [f"{base.spec.name}/{r.run}: {r.status}: {r.error}" for r in bad.itertuples()]
+        _print_verdicts(base.spec.name, read_verdicts(out / base.spec.name))
         print(out / base.spec.name)
     if failures:
         print(f"hierfair: {len(failures)} run(s) did not finish:", file=sys.stderr)
@@ -173,6 +175,14 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  {line}", file=sys.stderr)
         return 1
     return 0
+
+
+def _print_verdicts(name: str, verdicts: list[dict]) -> None:
+    """One line per published claim: a refuted claim is a finding, not a failure."""
+    from hierfair.claims import verdict_word
+
+    for v in verdicts:
+        print(f"{name}: claim {verdict_word(v)}: {v['claim']} [{v['source']}]", file=sys.stderr)
 
 
 def _report(args: argparse.Namespace) -> int:

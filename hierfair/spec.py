@@ -42,6 +42,8 @@ from pydantic import (
 )
 
 from hierfair.algorithms import ALGORITHMS, make_policy
+from hierfair.claims import ClaimSpec
+from hierfair.claims import validate as validate_claims
 from hierfair.datasets import (
     CLUSTER_KINDS,
     WORKLOAD_KINDS,
@@ -129,6 +131,8 @@ class Spec(Strict):
     preemption: PreemptionSpec = Field(default_factory=PreemptionSpec)
     faults: FaultSpec = Field(default_factory=FaultSpec)
     metrics: MetricsSpec = Field(default_factory=MetricsSpec)
+    #: Published statements this spec reproduces, checked after a run (hierfair.claims).
+    claims: list[ClaimSpec] = Field(default_factory=list)
 
     @field_validator("grid")
     @classmethod
@@ -266,6 +270,8 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
             if exc.where == "algorithm":
                 where += ".name"
             raise SpecError(exc.message, where=where, value=exc.value) from None
+    validate_claims(spec.claims, [a.display for a in spec.algorithms], hierarchy.paths,
+                    cluster.resources)
     experiment = Experiment(spec=spec, source=source, cluster=cluster, hierarchy=hierarchy,
                             placement=placement, data_dir=data_dir)
     for i, outage in enumerate(spec.faults.servers):

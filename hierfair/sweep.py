@@ -51,6 +51,7 @@ import pandas as pd
 
 from hierfair import __version__
 from hierfair.algorithms import make_policy
+from hierfair.claims import evaluate, write_verdicts
 from hierfair.errors import HierfairError, SpecError
 from hierfair.results import remove_stale_temporaries, summarize, write_parquet, write_text
 from hierfair.simulator import RunTimeout
@@ -59,7 +60,7 @@ from hierfair.spec import Experiment, build_experiment
 DETAIL_TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
                  "preemptions")
 # Spec fields that are not part of a run's identity (the run names them itself).
-_NOT_IN_KEY = ("algorithms", "seeds", "grid", "name", "description")
+_NOT_IN_KEY = ("algorithms", "seeds", "grid", "name", "description", "claims")
 
 
 @dataclass(frozen=True)
@@ -327,6 +328,14 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
                     progress(done, len(runs), row)
     frame = _write_runs(rows, folder)
     _consolidate(frame, folder)
+    if base.spec.claims:
+        allocations = folder / "allocations.parquet"
+        try:
+            verdicts = evaluate(base, frame,
+                                pd.read_parquet(allocations) if allocations.exists() else None)
+        except SpecError as exc:  # the runs are saved; only the claim is wrong
+            raise exc.with_file(source) if source else exc from None
+        write_verdicts(verdicts, folder)
     return frame
 
 

@@ -119,6 +119,8 @@ def test_same_spec_and_seed_give_identical_files(tmp_path: Path):
     keep = [c for c in a.columns if c not in WALL_CLOCK_COLUMNS]
     pd.testing.assert_frame_equal(a[keep], b[keep])
     assert set(WALL_CLOCK_COLUMNS) <= set(a.columns)
+    verdicts = [(tmp_path / d / exp.spec.name / "claims.json").read_bytes() for d in "ab"]
+    assert verdicts[0] == verdicts[1]
 
 
 def test_run_writes_the_promised_tables(tmp_path: Path):
@@ -126,7 +128,8 @@ def test_run_writes_the_promised_tables(tmp_path: Path):
     runs = run_experiment(exp, tmp_path)
     folder = tmp_path / "drf-example"
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        [f"{t}.parquet" for t in DETAIL_TABLES] + ["runs", "runs.parquet", "spec.yaml"])
+        [f"{t}.parquet" for t in DETAIL_TABLES]
+        + ["claims.json", "runs", "runs.parquet", "spec.yaml"])
     for rid in runs["run"]:
         assert sorted(p.name for p in (folder / "runs" / rid).iterdir()) == sorted(
             [f"{t}.parquet" for t in DETAIL_TABLES] + ["summary.json"])

@@ -1,0 +1,312 @@
+"""Published claims as checks, and their verdicts.
+
+A spec may list the statements of a paper it reproduces.  Each *claim* quotes
+(or closely paraphrases) the paper and names where it says so; its *checks*
+say how to measure it here and what the paper's value is::
+
+    claims:
+      - claim: n1,1 and n2,1 get 5 CPUs each and n2,2 all 10 GPUs
+        source: H-DRF §3.1, Fig. 4
+        checks:
+          - {algorithm: [static-hdrf, hdrf], node: n1/n11, resource: cpu, equals: 0.5}
+          - {algorithm: naive-hdrf, node: n2/n21, resource: cpu, churn: 40, below: hdrf}
+
+A check measures one number per algorithm label, in one of three ways:
+
+* ``node`` with ``over: allocation`` (the default): the node's share of a
+  resource (or ``dominant_share``, or ``tasks``) once every job is submitted
+  at time 0 and the cluster is full, after ``churn`` task ends -- exactly what
+  ``hierfair allocate`` prints.  ``without`` drops some leaves' jobs first
+  (the papers' "when n2,2 stops demanding").
+* ``node`` with ``over: run``: the time-weighted ``mean`` or ``median`` of that
+  quantity over a simulated run, or its ``min`` or ``max`` (optionally within
+  ``window: [t0, t1]``), averaged over the spec's ok runs of that label.
+* ``metric``: a column of runs.parquet (``makespan``, ``wait_median_mice``...),
+  averaged over the ok runs of that label, optionally only the rows ``where``
+  some columns have given values (a grid point).
+
+and compares it with ``equals`` (within ``tol``), ``below`` or ``above``; a
+bound is a number or another algorithm label, measured the same way.  A claim
+holds when every check holds.  Verdicts are written beside the results as
+``claims.json`` and rendered by ``hierfair report``; a claim that does not
+hold is a finding, reported as such, not an error.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, model_validator
+
+from hierfair.errors import SpecError
+from hierfair.results import write_text
+from hierfair.spec_base import Strict
+
+Bound = float | str
+
+
+class CheckSpec(Strict):
+    algorithm: str | list[str]
+    node: str | None = None
+    resource: str = "dominant_share"
+    over: Literal["allocation", "run"] = "allocation"
+    churn: NonNegativeInt = 0
+    without: list[str] = Field(default_factory=list)
+    stat: Literal["mean", "median", "min", "max"] = "mean"
+    window: tuple[NonNegativeFloat, NonNegativeFloat] | None = None
+    metric: str | None = None
+    where: dict[str, Any] = Field(default_factory=dict)
+    equals: float | None = None
+    tol: NonNegativeFloat = 1e-6
+    below: Bound | None = None
+    above: Bound | None = None
+
+    @model_validator(mode="after")
+    def _one_measure_and_a_bound(self) -> CheckSpec:
+        if (self.node is None) == (self.metric is None):
+            raise ValueError("give either node (an allocation) or metric (a runs.parquet "
+                             "column)")
+        if self.equals is None and self.below is None and self.above is None:
+            raise ValueError("give what the paper says: equals, below or above")
+        return self
+
+    @property
+    def labels(self) -> list[str]:
+        return [self.algorithm] if isinstance(self.algorithm, str) else list(self.algorithm)
+
+
+class ClaimSpec(Strict):
+    claim: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    checks: list[CheckSpec] = Field(min_length=1)
+    #: False for a claim known not to hold in this model; ``note`` says why.
+    #: Tests hold every spec to it, so a change that alters a verdict is seen.
+    reproduced: bool = True
+    #: Why a claim may not hold here (a model difference), shown with the verdict.
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    algorithm: str
+    measures: str  # what was measured, in words
+    expected: str
+    measured: float
+    holds: bool
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: str
+    source: str
+    note: str
+    reproduced: bool  # what the spec expects: False for a known model difference
+    checks: tuple[CheckResult, ...]
+
+    @property
+    def holds(self) -> bool:
+        return all(c.holds for c in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"claim": self.claim, "source": self.source, "note": self.note,
+                "reproduced": self.reproduced, "holds": self.holds,
+                "checks": [asdict(c) for c in self.checks]}
+
+
+def verdict_word(verdict: dict[str, Any]) -> str:
+    """How a verdict (as in claims.json) reads in a report or a log line."""
+    if verdict["holds"]:
+        return "holds" if verdict["reproduced"] else "holds (marked not reproduced)"
+    return "does not hold (known, see note)" if not verdict["reproduced"] else "DOES NOT HOLD"
+
+
+def validate(claims: list[ClaimSpec], labels: list[str], paths: tuple[str, ...],
+             resources: tuple[str, ...]) -> None:
+    """Names in checks must exist in the spec: a typo is an error, not a refuted claim."""
+    quantities = (*resources, "dominant_share", "tasks")
+    for i, claim in enumerate(claims):
+        for j, check in enumerate(claim.checks):
+            where = f"claims[{i}].checks[{j}]"
+            for label in check.labels:
+                if label not in labels:
+                    raise SpecError(f"not one of the spec's algorithms {labels}",
+                                    where=f"{where}.algorithm", value=label)
+            for key in ("below", "above"):
+                bound = getattr(check, key)
+                if isinstance(bound, str) and bound not in labels:
+                    raise SpecError(f"a bound is a number or one of {labels}",
+                                    where=f"{where}.{key}", value=bound)
+            if check.node is not None and check.node not in paths:
+                raise SpecError("no such node in the hierarchy", where=f"{where}.node",
+                                value=check.node)
+            if check.resource not in quantities:
+                raise SpecError(f"choose one of {list(quantities)}", where=f"{where}.resource",
+                                value=check.resource)
+            for leaf in check.without:
+                if leaf not in paths:
+                    raise SpecError("no such node in the hierarchy", where=f"{where}.without",
+                                    value=leaf)
+
+
+class _Measurer:
+    """Measures checks on one experiment and its results folder."""
+
+    def __init__(self, exp: Any, runs: pd.DataFrame, allocations: pd.DataFrame | None) -> None:
+        self.exp = exp
+        self.runs = runs[runs["status"] == "ok"]
+        self.allocations = allocations
+
+    def __call__(self, check: CheckSpec, label: str, where: str) -> float:
+        if check.metric is not None:
+            return self._metric(check, label, where)
+        if check.over == "allocation":
+            return self._allocation(check, label)
+        return self._over_run(check, label, where)
+
+    def _rows(self, check: CheckSpec, label: str, where: str) -> pd.DataFrame:
+        rows = self.runs[self.runs["label"] == label]
+        for column, value in check.where.items():
+            if column not in self.runs:
+                raise SpecError("no such column in runs.parquet", where=f"{where}.where",
+                                value=column)
+            # an empty cell: the column does not describe this run (another
+            # algorithm's grid parameter), so the condition does not exclude it
+            rows = rows[(rows[column] == value) | rows[column].isna()]
+        return rows
+
+    def _metric(self, check: CheckSpec, label: str, where: str) -> float:
+        if check.metric not in self.runs:
+            raise SpecError("no such column in runs.parquet", where=f"{where}.metric",
+                            value=check.metric)
+        rows = self._rows(check, label, where)
+        return float(rows[check.metric].mean()) if len(rows) else float("nan")
+
+    def _allocation(self, check: CheckSpec, label: str) -> float:
+        from hierfair.allocate import allocate
+
+        exp = self.exp
+        if check.without:
+            exp = _without(exp, check.without)
+        algo = next(a for a in exp.spec.algorithms if a.display == label)
+        row = allocate(exp, algo, churn=check.churn).node(check.node)
+        return float(row[check.resource])
+
+    def _over_run(self, check: CheckSpec, label: str, where: str) -> float:
+        if self.allocations is None:
+            return float("nan")
+        values = []
+        for run in self._rows(check, label, where)["run"]:
+            series = self.allocations[(self.allocations["run"] == run)
+                                      & (self.allocations["path"] == check.node)]
+            end = float(self.allocations.loc[self.allocations["run"] == run, "time"].max())
+            values.append(_time_statistic(series, self._quantity(series, check.resource),
+                                          check.stat, check.window, end))
+        return float(np.mean(values)) if values else float("nan")
+
+    def _quantity(self, series: pd.DataFrame, resource: str) -> np.ndarray:
+        if resource == "tasks":
+            return series["tasks"].to_numpy(dtype=float)
+        cluster = self.exp.cluster
+        shares = series[list(cluster.resources)].to_numpy(dtype=float) / cluster.total
+        if resource == "dominant_share":
+            return shares.max(axis=1) if len(shares) else np.zeros(0)
+        return shares[:, cluster.resources.index(resource)]
+
+
+def _time_statistic(series: pd.DataFrame, values: np.ndarray, stat: str,
+                    window: tuple[float, float] | None, end: float) -> float:
+    """Mean, median, min or max of a step function given at change points,
+    counting each value for as long as it held within the window."""
+    t = series["time"].to_numpy(dtype=float)
+    lo, hi = window if window is not None else (0.0, end)
+    starts = np.clip(t, lo, hi)
+    ends = np.clip(np.append(t[1:], max(end, hi)), lo, hi)
+    held = ends - starts
+    if not len(values) or held.sum() <= 0:
+        return float("nan")
+    if stat == "mean":
+        return float(np.sum(values * held) / held.sum())
+    if stat in ("min", "max"):
+        seen = values[held > 0]
+        return float(seen.min() if stat == "min" else seen.max())
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(held[order])
+    return float(values[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
+
+
+def _without(exp: Any, leaves: list[str]) -> Any:
+    """The experiment with the jobs of ``leaves`` (or of any leaf below them) removed."""
+    from dataclasses import replace
+
+    workload = exp.workload(exp.spec.seeds[0])
+    gone = {i for i, p in enumerate(exp.hierarchy.paths)
+            if any(p == leaf or p.startswith(leaf + "/") for leaf in leaves)}
+    kept_jobs = [j for j in workload.jobs if j.leaf not in gone]
+    kept = replace(workload, jobs=tuple(replace(j, id=i) for i, j in enumerate(kept_jobs)))
+    clone = replace(exp, _workloads={})
+    clone._workloads[exp.spec.seeds[0]] = kept
+    return clone
+
+
+def _describe(check: CheckSpec) -> str:
+    if check.metric is not None:
+        cond = ", ".join(f"{k}={v}" for k, v in check.where.items())
+        return check.metric + (f" ({cond})" if cond else "")
+    what = f"{check.node or '(root)'} {check.resource}"
+    if check.over == "run":
+        span = f" in [{check.window[0]:g}, {check.window[1]:g}] s" if check.window else ""
+        return f"{what}, {check.stat} over the run{span}"
+    extra = [f"after {check.churn} task ends"] if check.churn else []
+    extra += [f"without {', '.join(check.without)}"] if check.without else []
+    return what + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def evaluate(exp: Any, runs: pd.DataFrame, allocations: pd.DataFrame | None = None
+             ) -> list[Verdict]:
+    """Every claim of ``exp``'s spec, measured on its results."""
+    measure = _Measurer(exp, runs, allocations)
+    verdicts = []
+    for i, claim in enumerate(exp.spec.claims):
+        results = []
+        for j, check in enumerate(claim.checks):
+            where = f"claims[{i}].checks[{j}]"
+            bounds = {k: getattr(check, k) for k in ("below", "above")}
+            for label in check.labels:
+                value = measure(check, label, where)
+                limit = {k: measure(check, b, where) if isinstance(b, str) else b
+                         for k, b in bounds.items() if b is not None}
+                expected, holds = [], not np.isnan(value)
+                if check.equals is not None:
+                    expected.append(f"= {check.equals:g} ± {check.tol:g}")
+                    holds &= abs(value - check.equals) <= check.tol
+                if "below" in limit:
+                    expected.append(f"< {_bound(bounds['below'], limit['below'])}")
+                    holds &= bool(value < limit["below"])
+                if "above" in limit:
+                    expected.append(f"> {_bound(bounds['above'], limit['above'])}")
+                    holds &= bool(value > limit["above"])
+                results.append(CheckResult(label, _describe(check), " and ".join(expected),
+                                           float(value), bool(holds)))
+        verdicts.append(Verdict(claim.claim, claim.source, claim.note, claim.reproduced,
+                                tuple(results)))
+    return verdicts
+
+
+def _bound(given: Bound, value: float) -> str:
+    return f"{given} ({value:.4g})" if isinstance(given, str) else f"{value:g}"
+
+
+def write_verdicts(verdicts: list[Verdict], folder: Path) -> Path:
+    path = folder / "claims.json"
+    write_text(json.dumps([v.to_json() for v in verdicts], indent=2) + "\n", path)
+    return path
+
+
+def read_verdicts(folder: Path) -> list[dict[str, Any]]:
+    path = folder / "claims.json"
+    return json.loads(path.read_text()) if path.exists() else []

@@ -1,0 +1,125 @@
+"""Published claims: measured as specs say, verdicts as the specs expect, bad
+claims rejected like any other bad spec field."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from hierfair.claims import _time_statistic, evaluate
+from hierfair.cli import main
+from hierfair.report import write_report
+from hierfair.spec import build_experiment, load_spec, read_yaml
+from hierfair.sweep import sweep
+
+from .conftest import EXPERIMENTS
+
+WITH_CLAIMS = sorted(p.stem for p in EXPERIMENTS.glob("*.yaml") if read_yaml(p).get("claims"))
+
+
+def test_time_statistics_of_a_step_function():
+    # 2 tasks on [0, 10), 6 on [10, 15), 0 from 15 to the end at 20
+    series = pd.DataFrame({"time": [0.0, 10.0, 15.0]})
+    values = np.array([2.0, 6.0, 0.0])
+    assert _time_statistic(series, values, "mean", None, 20.0) == pytest.approx(50 / 20)
+    assert _time_statistic(series, values, "median", None, 20.0) == 2.0
+    assert _time_statistic(series, values, "min", (0, 15), 20.0) == 2.0
+    assert _time_statistic(series, values, "max", None, 20.0) == 6.0
+    assert _time_statistic(series, values, "mean", (5, 15), 20.0) == pytest.approx(4.0)
+
+
+def test_the_papers_claims_are_checked_in_the_experiments():
+    assert {"drf-example", "hdrf-fig2", "hdrf-fig4", "hdrf-fig5", "hdrf-fig6", "hdrf-fig8",
+            "mch-fig4", "dff-cpu-mic", "hogs-and-mice", "facebook-bins"} <= set(WITH_CLAIMS)
+
+
+@pytest.mark.parametrize("name", WITH_CLAIMS)
+def test_every_verdict_is_what_the_spec_expects(tmp_path, name):
+    data = read_yaml(EXPERIMENTS / f"{name}.yaml")
+    sweep(data, tmp_path, source=str(EXPERIMENTS / f"{name}.yaml"), jobs=2)
+    verdicts = json.loads((tmp_path / name / "claims.json").read_text())
+    assert len(verdicts) == len(data["claims"])
+    for v in verdicts:
+        assert v["holds"] == v["reproduced"], (v["claim"], v["checks"])
+
+
+def test_a_wrong_expectation_is_refuted_with_the_measured_value():
+    exp = load_spec(EXPERIMENTS / "hdrf-fig4.yaml")
+    data = exp.spec.model_dump(mode="json")
+    data["claims"] = [{"claim": "n1,1 gets 4 CPUs", "source": "nowhere", "checks": [
+        {"algorithm": ["static-hdrf", "hdrf"], "node": "n1/n11", "resource": "cpu",
+         "equals": 0.4},
+        {"algorithm": "naive-hdrf", "node": "n2/n21", "resource": "tasks", "churn": 40,
+         "above": "hdrf"}]}]
+    verdict, = evaluate(build_experiment(data), pd.DataFrame({"status": [], "label": []}))
+    assert not verdict.holds
+    assert [(c.algorithm, c.measured, c.holds) for c in verdict.checks] == [
+        ("static-hdrf", 0.5, False), ("hdrf", 0.5, False), ("naive-hdrf", 0.0, False)]
+    assert verdict.checks[2].expected == "> hdrf (5)"
+
+
+BAD_CLAIMS = [
+    ({"algorithm": "drff", "node": "A", "equals": 1}, "claims[0].checks[0].algorithm",
+     "drff"),
+    ({"algorithm": "drf", "node": "C", "equals": 1}, "claims[0].checks[0].node", "C"),
+    ({"algorithm": "drf", "node": "A", "resource": "gpu", "equals": 1},
+     "claims[0].checks[0].resource", "gpu"),
+    ({"algorithm": "drf", "node": "A", "below": "fifoo"}, "claims[0].checks[0].below", "fifoo"),
+    ({"algorithm": "drf", "node": "A"}, "claims[0].checks[0]", "equals, below or above"),
+    ({"algorithm": "drf", "equals": 1}, "claims[0].checks[0]", "either node"),
+    ({"algorithm": "drf", "node": "A", "equals": 1, "stat": "mode"},
+     "claims[0].checks[0].stat", "mode"),
+]
+
+
+@pytest.mark.parametrize(("check", "where", "value"), BAD_CLAIMS)
+def test_bad_claims_are_clear_errors(tmp_path, capsys, check, where, value):
+    data = read_yaml(EXPERIMENTS / "drf-example.yaml")
+    data["claims"] = [{"claim": "c", "source": "s", "checks": [check]}]
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec}: {where}" in err and value in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_missing_metric_stops_after_the_runs_are_saved(tmp_path, capsys):
+    data = read_yaml(EXPERIMENTS / "drf-example.yaml")
+    data["claims"] = [{"claim": "c", "source": "s",
+                       "checks": [{"algorithm": "drf", "metric": "makespn", "below": 1}]}]
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    assert main(["run", str(spec), "--out", str(tmp_path), "--jobs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec}: claims[0].checks[0].metric: no such column in runs.parquet" in err
+    assert "makespn" in err
+    assert len(pd.read_parquet(tmp_path / "drf-example" / "runs.parquet")) == 2
+
+
+def test_editing_a_claim_does_not_rerun_the_simulations(tmp_path):
+    data = read_yaml(EXPERIMENTS / "drf-example.yaml")
+    first = sweep(data, tmp_path, jobs=1)
+    edited = copy.deepcopy(data)
+    edited["claims"][0]["checks"][0]["equals"] = 4
+    again = sweep(edited, tmp_path, jobs=1)
+    pd.testing.assert_frame_equal(first, again)  # same start times: nothing ran
+    verdict, = json.loads((tmp_path / "drf-example" / "claims.json").read_text())
+    assert not verdict["holds"] and verdict["checks"][0]["measured"] == 3
+
+
+def test_the_report_opens_with_the_verdicts(tmp_path):
+    for name in ("drf-example", "facebook-bins"):
+        sweep(read_yaml(EXPERIMENTS / f"{name}.yaml"), tmp_path, jobs=2)
+    text = write_report(tmp_path).read_text()
+    head = text[:text.index("## drf-example")]
+    assert "3 of 3 verdicts are as the specs expect" in head
+    assert "| [drf-example](#drf-example) | DRF gives A three tasks" in head
+    assert head.count("does not hold (known, see note)") == 1
+    assert "*not reproduced: the paper's Pareto-Efficient-C.S keeps" in text
+    assert "| drf | A tasks | = 3 ± 1e-06 | 3 | yes |" in text
