@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -46,6 +46,9 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt, model_validator
 from hierfair.errors import SpecError
 from hierfair.results import write_text
 from hierfair.spec_base import Strict
+
+if TYPE_CHECKING:  # hierfair.spec imports this module for ClaimSpec
+    from hierfair.spec import Experiment
 
 Bound = float | str
 
@@ -156,12 +159,21 @@ def validate(claims: list[ClaimSpec], labels: list[str], paths: tuple[str, ...],
 class _Measurer:
     """Measures checks on one experiment and its results folder."""
 
-    def __init__(self, exp: Any, runs: pd.DataFrame, allocations: pd.DataFrame | None) -> None:
+    def __init__(self, exp: Experiment, runs: pd.DataFrame,
+                 allocations: pd.DataFrame | None) -> None:
         self.exp = exp
         self.runs = runs[runs["status"] == "ok"]
         self.allocations = allocations
+        # a bound named by label is measured once, however many labels it bounds
+        self._seen: dict[tuple[str, str], float] = {}
 
     def __call__(self, check: CheckSpec, label: str, where: str) -> float:
+        key = (where, label)
+        if key not in self._seen:
+            self._seen[key] = self._measure(check, label, where)
+        return self._seen[key]
+
+    def _measure(self, check: CheckSpec, label: str, where: str) -> float:
         if check.metric is not None:
             return self._metric(check, label, where)
         if check.over == "allocation":
@@ -239,7 +251,7 @@ def _time_statistic(series: pd.DataFrame, values: np.ndarray, stat: str,
     return float(values[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
 
 
-def _without(exp: Any, leaves: list[str]) -> Any:
+def _without(exp: Experiment, leaves: list[str]) -> Experiment:
     """The experiment with the jobs of ``leaves`` (or of any leaf below them) removed."""
     from dataclasses import replace
 
@@ -266,7 +278,7 @@ def _describe(check: CheckSpec) -> str:
     return what + (f" ({'; '.join(extra)})" if extra else "")
 
 
-def evaluate(exp: Any, runs: pd.DataFrame, allocations: pd.DataFrame | None = None
+def evaluate(exp: Experiment, runs: pd.DataFrame, allocations: pd.DataFrame | None = None
              ) -> list[Verdict]:
     """Every claim of ``exp``'s spec, measured on its results."""
     measure = _Measurer(exp, runs, allocations)
@@ -301,10 +313,14 @@ def _bound(given: Bound, value: float) -> str:
     return f"{given} ({value:.4g})" if isinstance(given, str) else f"{value:g}"
 
 
-def write_verdicts(verdicts: list[Verdict], folder: Path) -> Path:
+def write_verdicts(verdicts: list[Verdict], folder: Path) -> None:
+    """claims.json beside the results; none at all when the spec has no claims
+    (an old file would show verdicts the spec no longer asks for)."""
     path = folder / "claims.json"
-    write_text(json.dumps([v.to_json() for v in verdicts], indent=2) + "\n", path)
-    return path
+    if verdicts:
+        write_text(json.dumps([v.to_json() for v in verdicts], indent=2) + "\n", path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def read_verdicts(folder: Path) -> list[dict[str, Any]]:

@@ -328,14 +328,14 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
                     progress(done, len(runs), row)
     frame = _write_runs(rows, folder)
     _consolidate(frame, folder)
-    if base.spec.claims:
-        allocations = folder / "allocations.parquet"
-        try:
-            verdicts = evaluate(base, frame,
-                                pd.read_parquet(allocations) if allocations.exists() else None)
-        except SpecError as exc:  # the runs are saved; only the claim is wrong
-            raise exc.with_file(source) if source else exc from None
-        write_verdicts(verdicts, folder)
+    allocations = folder / "allocations.parquet"
+    needs_runs = any(c.over == "run" for claim in base.spec.claims for c in claim.checks)
+    try:
+        verdicts = evaluate(base, frame, pd.read_parquet(allocations)
+                            if needs_runs and allocations.exists() else None)
+    except SpecError as exc:  # the runs are saved; only the claim is wrong
+        raise exc.with_file(source) if source else exc from None
+    write_verdicts(verdicts, folder)
     return frame
 
 

@@ -111,6 +111,9 @@ def test_editing_a_claim_does_not_rerun_the_simulations(tmp_path):
     pd.testing.assert_frame_equal(first, again)  # same start times: nothing ran
     verdict, = json.loads((tmp_path / "drf-example" / "claims.json").read_text())
     assert not verdict["holds"] and verdict["checks"][0]["measured"] == 3
+    del edited["claims"]  # and no stale verdicts once a spec drops its claims
+    sweep(edited, tmp_path, jobs=1)
+    assert not (tmp_path / "drf-example" / "claims.json").exists()
 
 
 def test_the_report_opens_with_the_verdicts(tmp_path):
