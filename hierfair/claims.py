@@ -90,6 +90,9 @@ class ClaimSpec(Strict):
     #: False for a claim known not to hold in this model; ``note`` says why.
     #: Tests hold every spec to it, so a change that alters a verdict is seen.
     reproduced: bool = True
+    #: "refuted" for a published claim that our checks show to be false (a
+    #: finding, not a model difference); tests hold every spec to it.
+    expect: Literal["holds", "refuted"] = "holds"
     #: Why a claim may not hold here (a model difference), shown with the verdict.
     note: str = ""
 
@@ -110,6 +113,7 @@ class Verdict:
     note: str
     reproduced: bool  # what the spec expects: False for a known model difference
     checks: tuple[CheckResult, ...]
+    expect: str = "holds"  # "refuted": the published claim is false here (a finding)
 
     @property
     def holds(self) -> bool:
@@ -117,7 +121,7 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         return {"claim": self.claim, "source": self.source, "note": self.note,
-                "reproduced": self.reproduced, "holds": self.holds,
+                "reproduced": self.reproduced, "expect": self.expect, "holds": self.holds,
                 "checks": [asdict(c) for c in self.checks]}
 
 
@@ -305,7 +309,7 @@ def evaluate(exp: Experiment, runs: pd.DataFrame, allocations: pd.DataFrame | No
                 results.append(CheckResult(label, _describe(check), " and ".join(expected),
                                            float(value), bool(holds)))
         verdicts.append(Verdict(claim.claim, claim.source, claim.note, claim.reproduced,
-                                tuple(results)))
+                                tuple(results), claim.expect))
     return verdicts
 
 
