@@ -38,6 +38,9 @@ class Kind:
     description: str
     Params: type[BaseModel]
     build: Callable[..., Any]
+    #: How big the built object is, from the params alone (before building):
+    #: servers, hierarchy nodes, or (jobs, tasks); None when it depends on a file.
+    size: Callable[[Any], Any] | None = None
 
 
 def _table(*kinds: Kind) -> Mapping[str, Kind]:
@@ -45,17 +48,17 @@ def _table(*kinds: Kind) -> Mapping[str, Kind]:
 
 
 WORKLOAD_KINDS = _table(
-    Kind("jobs", "explicit job list written in the spec", jobs.Params, jobs.build),
+    Kind("jobs", "explicit job list written in the spec", jobs.Params, jobs.build, jobs.size),
     Kind("facebook-bins", "Facebook job sizes of H-DRF Table 1, §5.2 memory rule",
-         facebook.Params, facebook.build),
+         facebook.Params, facebook.build, facebook.size),
     Kind("swim", "SWIM Facebook 2009/2010 day traces (bytes -> map/reduce tasks)",
          swim.Params, swim.build),
     Kind("google-2011", "Google cluster-data 2011 task_events parts (sampled jobs)",
          google.Params, google.build),
     Kind("google-synthetic", "jobs drawn from distributions fitted to cluster-data 2011",
-         google.SyntheticParams, google.build_synthetic),
+         google.SyntheticParams, google.build_synthetic, google.synthetic_size),
     Kind("cpu-mic", "the DFF letter's five CPU-MIC jobs (Table 1)", cpu_mic.WorkloadParams,
-         cpu_mic.build_workload),
+         cpu_mic.build_workload, cpu_mic.workload_size),
     Kind("swf", "Standard Workload Format traces (Parallel Workloads Archive)", swf.Params,
          swf.build),
 )
@@ -64,14 +67,14 @@ HIERARCHY_KINDS = _table(
     Kind("tree", "nested mapping written in the spec (name -> {weight?, children?})",
          tree.NodeSpec, tree.from_nested),
     Kind("full-binary", "full tree of L levels, fan-out b, equal or seeded random weights",
-         full_binary.Params, full_binary.build),
+         full_binary.Params, full_binary.build, full_binary.size),
     Kind("paper", "the papers' example trees by figure (hdrf-fig10, dff-fig1, ...)",
          paper_trees.Params, paper_trees.build),
 )
 
 CLUSTER_KINDS = _table(
     Kind("cpu-mic", "the DFF letter's CPU-MIC cluster, CPU:MIC ratio as a parameter",
-         cpu_mic.ClusterParams, cpu_mic.build_cluster),
+         cpu_mic.ClusterParams, cpu_mic.build_cluster, cpu_mic.cluster_size),
 )
 
 
@@ -79,7 +82,7 @@ def parse(kinds: Mapping[str, Kind], data: Mapping[str, Any], where: str,
           default: str | None = None) -> tuple[Kind, BaseModel]:
     """Pick the kind named by ``data['kind']`` and validate its params."""
     name = data.get("kind", default)
-    if name not in kinds:
+    if not isinstance(name, str) or name not in kinds:
         raise SpecError(f"unknown kind; known: {', '.join(k for k in kinds if k != 'tree')}",
                         where=f"{where}.kind", value=name)
     kind = kinds[name]

@@ -14,15 +14,18 @@ it.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from hierfair.errors import SpecError
-from hierfair.model import Cluster, Hierarchy, Job, Workload
+from hierfair.limits import MAX_AMOUNT, MAX_TIME, check_range
+from hierfair.model import Cluster, Hierarchy, InputFile, Job, Workload
 
 DATA_ENV = "HIERFAIR_DATA"
 
@@ -83,8 +86,49 @@ def resolve_trace(name: str, ctx: BuildContext, where: str, how_to_get: str) -> 
                     f"${DATA_ENV}). {how_to_get}", where=where, value=name)
 
 
+def resolve_traces(names: Sequence[str], where: str, ctx: BuildContext, how_to_get: str,
+                   fallback: str) -> tuple[list[Path], str]:
+    """The trace files ``names`` (field ``where``), or ``([], missing)`` when one
+    is missing and the spec's ``fallback`` allows a generator to stand in."""
+    paths = []
+    for k, name in enumerate(names):
+        try:
+            paths.append(resolve_trace(name, ctx, f"{where}[{k}]", how_to_get))
+        except SpecError:
+            if fallback != "synthetic":
+                raise
+            return [], name
+    return paths, ""
+
+
+def identify(paths: Sequence[Path], names: Sequence[str]) -> tuple[InputFile, ...]:
+    """Each file's name (as the spec gives it), size and content hash."""
+    out = []
+    for path, name in zip(paths, names, strict=True):
+        stat = path.stat()
+        out.append(InputFile(name, stat.st_size,
+                             _sha256(str(path.resolve()), stat.st_size, stat.st_mtime_ns)))
+    return tuple(out)
+
+
+@lru_cache(maxsize=256)  # keyed by path, size and mtime: a changed file is hashed again
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def order_note(out_of_order: int, file: str) -> list[str]:
+    """The documented rule for traces whose submit times go backwards: sorted."""
+    return ([f"{file}: {out_of_order} lines out of submit-time order, sorted by submit time"]
+            if out_of_order else [])
+
+
 def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
-             source: str) -> Workload:
+             source: str, *, inputs: tuple[InputFile, ...] = (), notes: Sequence[str] = (),
+             skipped_lines: int = 0) -> Workload:
     """Check jobs against the cluster and hierarchy, then number them in
     arrival order (submit time; listed order breaks ties)."""
     jobs = []
@@ -102,6 +146,9 @@ def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
             if res not in cluster.resources:
                 raise SpecError(f"unknown resource; the cluster has {list(cluster.resources)}",
                                 where=f"{r.where}.demand.{res}", value=res)
+        for res, amount in r.demand.items():
+            check_range(amount, 0, MAX_AMOUNT, f"{r.where}.demand.{res}")
+        check_range(float(r.submit), 0, MAX_TIME, f"{r.where}.submit")
         demand = cluster.vector(r.demand)
         if not (demand > 0).any():
             raise SpecError("a task must demand some resource", where=f"{r.where}.demand",
@@ -114,10 +161,14 @@ def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
                 where=f"{r.where}.demand", value=dict(r.demand))
         demand.setflags(write=False)
         durations = np.asarray(r.durations, dtype=np.float64)
+        bad = ~((durations > 0) & (durations <= MAX_TIME))  # also catches NaN
+        if bad.any():
+            raise SpecError(f"a task duration must be in (0, {MAX_TIME:g}] seconds",
+                            where=f"{r.where}.duration", value=float(durations[bad][0]))
         jobs.append((float(r.submit), leaf, demand, durations, r.name))
     order = sorted(range(len(jobs)), key=lambda i: jobs[i][0])  # stable: listed order on ties
     return Workload(
         jobs=tuple(Job(id=k, leaf=jobs[i][1], submit=jobs[i][0], demand=jobs[i][2],
                        durations=jobs[i][3], name=jobs[i][4]) for k, i in enumerate(order)),
-        source=source,
+        source=source, inputs=inputs, notes=tuple(notes), skipped_lines=skipped_lines,
     )

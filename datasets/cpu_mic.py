@@ -47,6 +47,10 @@ class ClusterParams(Strict):
     placement: Literal["first-fit", "best-fit"] = "first-fit"
 
 
+def cluster_size(p: ClusterParams) -> int:
+    return 1 if p.pooled else p.nodes
+
+
 def build_cluster(p: ClusterParams) -> Cluster:
     node = [p.cpu_per_node, p.mem_per_node, p.cpu_per_node / p.heterogeneity]
     caps = np.tile(node, (p.nodes, 1))
@@ -61,6 +65,10 @@ class WorkloadParams(Strict):
     durations: list[PositiveFloat] | None = Field(None, min_length=5, max_length=5)
     #: Scale every job's task count (e.g. 0.1 for a quick run).
     task_scale: PositiveFloat = 1.0
+
+
+def workload_size(p: WorkloadParams) -> tuple[int, int]:
+    return len(TABLE1), sum(max(1, round(tasks * p.task_scale)) for *_, tasks in TABLE1)
 
 
 def build_workload(p: WorkloadParams, ctx: BuildContext) -> Workload:

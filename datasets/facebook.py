@@ -65,6 +65,13 @@ class Params(Strict):
     large_task_duration: PositiveFloat | None = None
 
 
+def size(p: Params) -> tuple[int, int]:
+    """Jobs and the expected number of tasks (Table 1's bins, uniform within a bin)."""
+    share = np.array([b[2] for b in TABLE1_BINS], dtype=float)
+    mids = [(lo + (hi or max(p.max_tasks, lo))) / 2 for lo, hi, *_ in TABLE1_BINS]
+    return p.jobs, int(p.jobs * float(np.dot(share / share.sum(), mids))) + 1
+
+
 def job_sizes(p: Params, rng: np.random.Generator) -> np.ndarray:
     """Tasks per job, drawn from Table 1's bins."""
     if p.exact_counts:

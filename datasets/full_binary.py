@@ -35,6 +35,11 @@ class Params(Strict):
     seed: int = 0
 
 
+def size(params: Params) -> int:
+    """Nodes of the tree, root included."""
+    return sum(params.fanout**level for level in range(params.levels + 1))
+
+
 def build(params: Params) -> Hierarchy:
     b, depth_max = params.fanout, params.levels
     # Pre-order numbering of a full b-ary tree, level by level: a node's

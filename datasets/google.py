@@ -33,13 +33,14 @@ from __future__ import annotations
 import json
 import sys
 import zlib
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import Field, PositiveFloat, PositiveInt
 
-from hierfair.datasets.base import BuildContext, RawJob, finalize, resolve_trace
+from hierfair.datasets.base import BuildContext, RawJob, finalize, identify, resolve_traces
 from hierfair.datasets.tables import read_table
 from hierfair.errors import SpecError
 from hierfair.model import Workload
@@ -108,18 +109,20 @@ def job_table(events: pd.DataFrame, missing_duration: float | str = "drop") -> p
 
 
 def build(p: Params, ctx: BuildContext) -> Workload:
-    try:
-        paths = [resolve_trace(f, ctx, f"workload.files[{k}]", HOW_TO_GET)
-                 for k, f in enumerate(p.files)]
-    except SpecError as missing:
-        if p.fallback != "synthetic":
-            raise
+    paths, missing = resolve_traces(p.files, "workload.files", ctx, HOW_TO_GET, p.fallback)
+    event_paths: list = []
+    if not missing:
+        event_paths, missing = resolve_traces(p.job_events, "workload.job_events", ctx,
+                                              HOW_TO_GET, p.fallback)
+    if missing:
         synthetic = SyntheticParams(kind="google-synthetic", jobs=p.sample or 1000,
                                     cpu_scale=p.cpu_scale, mem_scale=p.mem_scale,
                                     cpu_resource=p.cpu_resource, mem_resource=p.mem_resource,
                                     queues=p.queues)
         wl = build_synthetic(synthetic, ctx)
-        return Workload(wl.jobs, f"{wl.source} -- fallback: {missing.value} not found")
+        why = (f"Google file {missing} not found; google-synthetic generator stands in "
+               f"({synthetic.jobs} jobs, fallback: synthetic)")
+        return replace(wl, source=f"{wl.source} -- fallback: {missing} not found", fallback=why)
     frames, skipped = [], 0
     for path in paths:
         frame, bad = read_task_events(path, p.on_bad_line)
@@ -127,26 +130,31 @@ def build(p: Params, ctx: BuildContext) -> Workload:
         skipped += bad
     jobs = job_table(pd.concat(frames, ignore_index=True), p.missing_duration)
     if p.job_events:
-        jobs = _job_submits(jobs, p, ctx)
+        jobs, bad = _job_submits(jobs, event_paths, p.on_bad_line)
+        skipped += bad
     if p.sample is not None and p.sample < len(jobs):
         pick = ctx.rng().choice(len(jobs), size=p.sample, replace=False)
         jobs = jobs.iloc[np.sort(pick)]
     note = f", {skipped} bad lines skipped" if skipped else ""
     source = f"Google cluster-data 2011 {', '.join(p.files)} ({len(jobs)} jobs{note})"
-    return _workload(jobs, p, ctx, source, rng_salt=1)
+    notes = [f"{skipped} bad lines skipped (on_bad_line: skip)"] if skipped else []
+    inputs = identify([*paths, *event_paths], [*p.files, *p.job_events])
+    return replace(_workload(jobs, p, ctx, source, rng_salt=1), inputs=inputs,
+                   notes=tuple(notes), skipped_lines=skipped)
 
 
-def _job_submits(jobs: pd.DataFrame, p: Params, ctx: BuildContext) -> pd.DataFrame:
-    times = []
-    for k, f in enumerate(p.job_events):
-        path = resolve_trace(f, ctx, f"workload.job_events[{k}]", HOW_TO_GET)
-        frame, _ = read_table(path, JOB_COLUMNS, ",", usecols=("time", "job", "event"),
-                              numeric=("time", "job", "event"), required=("time", "job"),
-                              on_bad_line=p.on_bad_line)
+def _job_submits(jobs: pd.DataFrame, paths: list, on_bad_line: str
+                 ) -> tuple[pd.DataFrame, int]:
+    times, skipped = [], 0
+    for path in paths:
+        frame, bad = read_table(path, JOB_COLUMNS, ",", usecols=("time", "job", "event"),
+                                numeric=("time", "job", "event"), required=("time", "job"),
+                                on_bad_line=on_bad_line)
+        skipped += bad
         ok = (frame["event"] == SUBMIT) & (frame["time"] > 0) & (frame["time"] < NEVER)
         times.append(frame[ok].groupby("job")["time"].min() / 1e6)
     submit = pd.concat(times).groupby(level=0).min()
-    return jobs.assign(submit=submit.reindex(jobs.index).fillna(jobs["submit"]))
+    return jobs.assign(submit=submit.reindex(jobs.index).fillna(jobs["submit"])), skipped
 
 
 def _workload(jobs: pd.DataFrame, p: Params | SyntheticParams, ctx: BuildContext,
@@ -221,6 +229,13 @@ class SyntheticParams(Strict):
     mem_resource: str = "mem"
     max_tasks: PositiveInt | None = 1000
     queues: list[str] | None = None
+
+
+def synthetic_size(p: SyntheticParams) -> tuple[int, int]:
+    """Jobs and the expected number of tasks (the calibrated size quantiles, capped)."""
+    cap = p.max_tasks or float("inf")
+    mean = float(np.mean(np.minimum(CALIBRATION["tasks"], cap)))
+    return p.jobs, int(p.jobs * mean) + 1
 
 
 def _draw(rng: np.random.Generator, quantiles: list[float], n: int) -> np.ndarray:

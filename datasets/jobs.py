@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic import Field, PositiveInt
 
 from hierfair.datasets.base import BuildContext, RawJob, finalize
 from hierfair.errors import SpecError
+from hierfair.limits import Amount, PositiveTime, Time
 from hierfair.model import Workload
 from hierfair.spec_base import Strict
 
@@ -27,15 +28,19 @@ from hierfair.spec_base import Strict
 class JobSpec(Strict):
     queue: str
     tasks: PositiveInt = 1
-    demand: dict[str, NonNegativeFloat]
-    duration: PositiveFloat | list[PositiveFloat]
-    submit: NonNegativeFloat = 0.0
+    demand: dict[str, Amount]
+    duration: PositiveTime | list[PositiveTime]
+    submit: Time = 0.0
     name: str | None = None
 
 
 class Params(Strict):
     kind: Literal["jobs"] = "jobs"
     jobs: list[JobSpec] = Field(min_length=1)
+
+
+def size(params: Params) -> tuple[int, int]:
+    return len(params.jobs), sum(j.tasks for j in params.jobs)
 
 
 def build(params: Params, ctx: BuildContext) -> Workload:

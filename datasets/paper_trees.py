@@ -25,10 +25,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import PositiveFloat
-
 from hierfair.datasets.tree import from_nested
 from hierfair.errors import SpecError
+from hierfair.limits import Weight
 from hierfair.model import Hierarchy
 from hierfair.spec_base import Strict
 
@@ -67,7 +66,7 @@ class Params(Strict):
     kind: Literal["paper"]
     figure: Literal[tuple(FIGURES)]  # type: ignore[valid-type]
     #: Override weights by node path, e.g. {n3: 2} for H-DRF §5.3.1.
-    weights: dict[str, PositiveFloat] = {}
+    weights: dict[str, Weight] = {}
 
 
 def build(params: Params) -> Hierarchy:

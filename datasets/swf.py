@@ -25,7 +25,14 @@ from typing import Literal
 import numpy as np
 from pydantic import NonNegativeFloat, PositiveFloat, PositiveInt
 
-from hierfair.datasets.base import BuildContext, RawJob, finalize, resolve_trace
+from hierfair.datasets.base import (
+    BuildContext,
+    RawJob,
+    finalize,
+    identify,
+    order_note,
+    resolve_trace,
+)
 from hierfair.datasets.tables import read_table
 from hierfair.model import Workload
 from hierfair.spec_base import Strict
@@ -54,7 +61,7 @@ def build(p: Params, ctx: BuildContext) -> Workload:
     path = resolve_trace(p.file, ctx, "workload.file", HOW_TO_GET)
     frame, bad = read_table(path, FIELDS, r"\s+", usecols=FIELDS, numeric=FIELDS,
                             required=FIELDS, comment=";", on_bad_line=p.on_bad_line,
-                            compression="infer")
+                            compression="infer", ordered="submit")
     procs = frame["procs"].where(frame["procs"] > 0, frame["procs_req"])
     mem_kb = frame["mem_req"].where(frame["mem_req"] > 0, frame["mem_used"])
     ran = (frame["run"] > 0) & (procs > 0)
@@ -75,4 +82,8 @@ def build(p: Params, ctx: BuildContext) -> Workload:
     if bad:
         notes.append(f"{bad} bad lines skipped")
     extra = f" ({'; '.join(notes)})" if notes else ""
-    return finalize(raw, ctx.cluster, ctx.hierarchy, source=f"SWF trace {p.file}{extra}")
+    told = order_note(frame.attrs.get("out_of_order", 0), path.name)
+    if bad:
+        told.append(f"{bad} bad lines skipped (on_bad_line: skip)")
+    return finalize(raw, ctx.cluster, ctx.hierarchy, source=f"SWF trace {p.file}{extra}",
+                    inputs=identify([path], [p.file]), notes=told, skipped_lines=bad)

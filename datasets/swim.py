@@ -28,6 +28,7 @@ output bytes``.  SWIM gives no tasks, durations, CPU or memory; our rules
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -35,9 +36,15 @@ import pandas as pd
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from hierfair.datasets import facebook
-from hierfair.datasets.base import BuildContext, RawJob, finalize, resolve_trace
+from hierfair.datasets.base import (
+    BuildContext,
+    RawJob,
+    finalize,
+    identify,
+    order_note,
+    resolve_traces,
+)
 from hierfair.datasets.tables import read_table
-from hierfair.errors import SpecError
 from hierfair.model import Workload
 from hierfair.spec_base import Strict
 
@@ -53,7 +60,7 @@ HOW_TO_GET = ("SWIM's FB-2009/FB-2010 day files are in the SWIMProjectUCB/SWIM r
 class Params(Strict):
     kind: Literal["swim"]
     files: list[str] = Field(min_length=1)
-    repeat: PositiveInt = 1
+    repeat: PositiveInt = Field(1, le=366)  # days played; a year at most
     limit: PositiveInt | None = None  # first N jobs of each file
     block_mb: PositiveFloat = 128.0
     reduce_mb: PositiveFloat = 1024.0
@@ -77,7 +84,7 @@ def read_swim(path, limit: int | None = None, on_bad_line: str = "error"
     """One SWIM file as a frame of (job, submit, gap, bytes...) and skipped rows."""
     frame, skipped = read_table(path, COLUMNS, "\t", usecols=COLUMNS[:6], numeric=NUMERIC,
                                 required=("job", *NUMERIC), nonnegative=NUMERIC,
-                                on_bad_line=on_bad_line)
+                                on_bad_line=on_bad_line, ordered="submit")
     return (frame.head(limit) if limit else frame), skipped
 
 
@@ -87,22 +94,24 @@ def build(p: Params, ctx: BuildContext) -> Workload:
     raw: list[RawJob] = []
     skipped = 0
     day = 0
-    try:
-        paths = [resolve_trace(name, ctx, f"workload.files[{k}]", HOW_TO_GET)
-                 for k, name in enumerate(p.files)]
-    except SpecError as missing:
-        if p.fallback != "synthetic":
-            raise
-        return _fallback(p, ctx, leaves, str(missing.value))
+    paths, missing = resolve_traces(p.files, "workload.files", ctx, HOW_TO_GET, p.fallback)
+    if missing:
+        return _fallback(p, ctx, leaves, missing)
+    notes: list[str] = []
     for _ in range(p.repeat):
         for path in paths:
             frame, bad = read_swim(path, p.limit, p.on_bad_line)
+            if day < len(paths):  # the same file played again says nothing new
+                notes += order_note(frame.attrs.get("out_of_order", 0), path.name)
             skipped += bad
             raw.extend(_jobs(frame, p, day * DAY, leaves, rng, path.name))
             day += 1
     note = f", {skipped} bad lines skipped" if skipped else ""
     source = f"SWIM trace {', '.join(p.files)} x{p.repeat} ({len(raw)} stage jobs{note})"
-    return finalize(raw, ctx.cluster, ctx.hierarchy, source=source)
+    if skipped:
+        notes.append(f"{skipped} bad lines skipped (on_bad_line: skip)")
+    return finalize(raw, ctx.cluster, ctx.hierarchy, source=source,
+                    inputs=identify(paths, p.files), notes=notes, skipped_lines=skipped)
 
 
 def _fallback(p: Params, ctx: BuildContext, leaves: list[str], missing: str) -> Workload:
@@ -112,7 +121,10 @@ def _fallback(p: Params, ctx: BuildContext, leaves: list[str], missing: str) -> 
                              large_queues=leaves, small_queues=leaves,
                              max_tasks=min(p.max_tasks, 1500), interarrival=DAY * days / jobs)
     wl = facebook.build(params, ctx)
-    return Workload(wl.jobs, f"{wl.source} -- fallback: SWIM file {missing} not found")
+    why = (f"SWIM file {missing} not found; facebook-bins generator stands in "
+           f"({jobs} jobs, fallback: synthetic)")
+    return replace(wl, source=f"{wl.source} -- fallback: SWIM file {missing} not found",
+                   fallback=why)
 
 
 def _jobs(frame: pd.DataFrame, p: Params, offset: float, leaves: list[str],

@@ -17,15 +17,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import PositiveFloat, ValidationError
+from pydantic import ValidationError
 
 from hierfair.errors import SpecError, from_pydantic
+from hierfair.limits import Weight
 from hierfair.model import Hierarchy
 from hierfair.spec_base import Strict
 
 
 class NodeSpec(Strict):
-    weight: PositiveFloat = 1.0
+    weight: Weight = 1.0
     children: dict[str, NodeSpec | None] | None = None
 
 

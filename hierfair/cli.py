@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,7 +21,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning
+            return int(args.func(args) or 0)
     except HierfairError as exc:
         print(f"hierfair: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -29,6 +32,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # e.g. `hierfair list | head`
         return 0
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """numpy's and pandas' warnings as one plain line, never with a source excerpt."""
+    print(f"hierfair: warning: {message}", file=sys.stderr)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,9 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     data_dir = argparse.ArgumentParser(add_help=False)
     data_dir.add_argument("--data-dir", metavar="DIR", default=None,
                           help="where trace files are looked for (also $HIERFAIR_DATA)")
+    data_dir.add_argument("--max-memory", metavar="BYTES", default=None, type=_bytes,
+                          help="refuse runs estimated to need more (e.g. 8G; default: this "
+                          "machine's memory)")
 
     v = sub.add_parser("validate", parents=[data_dir],
-                       help="check specs; exit 2 naming the first problem")
+                       help="check specs exactly as run would; exit 2 naming the problem")
     v.add_argument("specs", nargs="+", metavar="SPEC")
     v.set_defaults(func=_validate)
 
@@ -87,16 +98,44 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _validate(args: argparse.Namespace) -> int:
-    from hierfair.spec import load_spec
+def _bytes(text: str) -> int:
+    from hierfair.limits import parse_bytes
 
+    try:
+        return parse_bytes(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size such as 8G or 512M: {text!r}") from None
+
+
+def _plans(args: argparse.Namespace) -> list:
+    """Every spec planned (validated at every grid point) before anything runs,
+    so a typo in the last one does not surface after an hour of work; what the
+    user should know about the inputs is said once, on stderr."""
+    from hierfair.errors import SpecError
+    from hierfair.spec import read_yaml
+    from hierfair.sweep import plan
+
+    plans = []
     for path in args.specs:
-        exp = load_spec(path, data_dir=args.data_dir)
+        data = read_yaml(path)
+        try:
+            planned = plan(data, source=path, data_dir=args.data_dir,
+                           max_memory=args.max_memory)
+        except SpecError as exc:
+            raise exc.with_file(path) from None
+        for note in planned.notes:
+            print(f"hierfair: note: {path}: {note}", file=sys.stderr)
+        plans.append((path, data, planned))
+    return plans
+
+
+def _validate(args: argparse.Namespace) -> int:
+    for path, _data, planned in _plans(args):
+        exp = planned.experiment
         wl = exp.workload(exp.spec.seeds[0])
-        print(f"{path}: ok ({exp.spec.name}: {len(exp.spec.algorithms)} algorithm(s) x "
-              f"{len(exp.spec.seeds)} seed(s); {exp.cluster.n_servers} server(s), "
-              f"{len(exp.hierarchy.leaves)} leaves, {len(wl.jobs)} jobs, {wl.n_tasks} tasks; "
-              f"input: {wl.source})")
+        print(f"{path}: ok ({exp.spec.name}: {len(planned.runs)} run(s); "
+              f"{exp.cluster.n_servers} server(s), {len(exp.hierarchy.leaves)} leaves, "
+              f"{len(wl.jobs)} jobs, {wl.n_tasks} tasks; input: {wl.source})")
     return 0
 
 
@@ -136,35 +175,28 @@ def _describe(path: Path) -> str:
 def _run(args: argparse.Namespace) -> int:
     from hierfair.claims import read_verdicts
     from hierfair.errors import SpecError
-    from hierfair.spec import read_yaml
-    from hierfair.sweep import Progress, describe_plan, plan, sweep
+    from hierfair.sweep import Progress, describe_plan, sweep
 
     if args.jobs is not None and args.jobs < 1:
         raise SpecError("must be at least 1", where="--jobs", value=args.jobs)
-    if args.timeout is not None and args.timeout <= 0:
-        raise SpecError("must be positive", where="--timeout", value=args.timeout)
+    if args.timeout is not None and not 0 < args.timeout < float("inf"):
+        raise SpecError("must be a positive number of seconds", where="--timeout",
+                        value=args.timeout)
     out = Path(args.out)
-    # Validate every spec (and every grid point) before running any, so a typo
-    # in the last one does not surface after an hour of work.
-    specs = []
-    for path in args.specs:
-        data = read_yaml(path)
-        try:
-            base, runs = plan(data, source=path, data_dir=args.data_dir)
-        except SpecError as exc:
-            raise exc.with_file(path) from None
-        specs.append((path, data, base, runs))
+    specs = _plans(args)
     if args.dry_run:
-        for _path, _data, base, runs in specs:
-            print(f"{base.spec.name}: {len(runs)} runs")
-            for line in describe_plan(runs, out / base.spec.name):
+        for _path, _data, planned in specs:
+            print(f"{planned.experiment.spec.name}: {len(planned.runs)} runs")
+            for line in describe_plan(planned.runs, out / planned.experiment.spec.name):
                 print(f"  {line}")
         return 0
     failures = []
-    for path, data, base, _runs in specs:
+    for path, data, planned in specs:
+        base = planned.experiment
         frame = sweep(data, out, source=path, data_dir=args.data_dir, jobs=args.jobs,
                       backend=args.backend, scheduler=args.scheduler, force=args.force,
-                      timeout=args.timeout, progress=Progress(base.spec.name))
+                      timeout=args.timeout, progress=Progress(base.spec.name),
+                      planned=planned)
         bad = frame[frame["status"] != "ok"]
         failures += [f"{base.spec.name}/{r.run}: {r.status}: {r.error}" for r in bad.itertuples()]
         _print_verdicts(base.spec.name, read_verdicts(out / base.spec.name))
@@ -197,7 +229,7 @@ def _allocate(args: argparse.Namespace) -> int:
     from hierfair.errors import SpecError
     from hierfair.spec import AlgorithmSpec, load_spec
 
-    exp = load_spec(args.spec, data_dir=args.data_dir)
+    exp = load_spec(args.spec, data_dir=args.data_dir, max_memory=args.max_memory)
     if args.churn < 0:
         raise SpecError("must be >= 0", where="--churn", value=args.churn)
     algo = next((a for a in exp.spec.algorithms if args.algorithm in (a.name, a.label)), None)

@@ -7,6 +7,7 @@ line and exits with status 2 -- never a traceback.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -49,10 +50,21 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+#: The names pydantic gives the branches of a union type in an error's location
+#: (``duration.constrained-float``): not fields, so not shown.
+_UNION_BRANCH = re.compile(r"^(constrained-\w+|list\[.*\]|dict\[.*\]|function-\w+\[.*\]|"
+                           r"literal\[.*\]|nullable\[.*\]|tuple\[.*\]|float|int|str|bool|"
+                           r"bytes|none)$")
+
+
+def _fields(loc: tuple[Any, ...] | list[Any]) -> list[Any]:
+    return [p for p in loc if isinstance(p, int) or not _UNION_BRANCH.match(str(p))]
+
+
 def format_loc(loc: tuple[Any, ...] | list[Any], prefix: str = "") -> str:
     """``('workload', 'jobs', 2, 'demand')`` -> ``workload.jobs[2].demand``."""
     out = prefix
-    for part in loc:
+    for part in _fields(loc):
         if isinstance(part, int):
             out += f"[{part}]"
         else:
@@ -78,8 +90,10 @@ def from_pydantic(exc: Any, prefix: str = "", model: Any = None) -> SpecError:
         message, value = "required field is missing", ...
     else:
         message, value = str(err["msg"]).removeprefix("Value error, "), err.get("input", ...)
-    if len(errors) > 1:
-        message += f" [and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''}]"
+    # the branches of one union field fail together: one problem, not several
+    more = len({format_loc(e["loc"]) for e in errors}) - 1
+    if more:
+        message += f" [and {more} more problem{'s' if more > 1 else ''}]"
     return SpecError(message, where=format_loc(err["loc"], prefix) or None, value=value)
 
 

@@ -166,11 +166,34 @@ class Job:
 
 
 @dataclass(frozen=True)
+class InputFile:
+    """A trace file a workload was read from, as identified for the run cache."""
+
+    name: str  # as the spec names it
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
 class Workload:
     """Jobs sorted by (submit time, id) -- the order arrivals are processed in."""
 
     jobs: tuple[Job, ...]
     source: str = "explicit job list"
+    #: The trace files actually read (none for generators and job lists).
+    inputs: tuple[InputFile, ...] = ()
+    #: Why a generator stands in for a missing trace (the spec's ``fallback:``).
+    fallback: str = ""
+    #: What the user should know about the input: lines skipped, rows sorted.
+    notes: tuple[str, ...] = ()
+    skipped_lines: int = 0
+
+    @property
+    def input_identity(self) -> dict[str, object]:
+        """What a cached run must have read to be reused (file contents, or the
+        fact that the fallback generator stood in)."""
+        return {"files": [[f.name, f.size, f.sha256] for f in self.inputs],
+                "fallback": bool(self.fallback)}
 
     @property
     def n_tasks(self) -> int:

@@ -28,24 +28,18 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
-from pydantic import (
-    Field,
-    NonNegativeFloat,
-    PositiveFloat,
-    PositiveInt,
-    ValidationError,
-    field_validator,
-)
+from pydantic import Field, PositiveInt, ValidationError, field_validator
 
 from hierfair.algorithms import ALGORITHMS, make_policy
 from hierfair.claims import ClaimSpec
 from hierfair.claims import validate as validate_claims
 from hierfair.datasets import (
     CLUSTER_KINDS,
+    HIERARCHY_KINDS,
     WORKLOAD_KINDS,
     build_hierarchy,
     build_workload,
@@ -53,6 +47,16 @@ from hierfair.datasets import (
 )
 from hierfair.datasets.base import BuildContext
 from hierfair.errors import SpecError, from_pydantic
+from hierfair.limits import (
+    MAX_TIME,
+    Amount,
+    PositiveTime,
+    Seed,
+    Size,
+    Time,
+    check_memory,
+    check_numbers,
+)
 from hierfair.model import Cluster, Hierarchy, Workload
 from hierfair.placement import PLACEMENTS
 from hierfair.policy import BasePolicy
@@ -62,7 +66,7 @@ from hierfair.spec_base import Strict
 
 class ServerSpec(Strict):
     count: PositiveInt = 1
-    capacity: dict[str, NonNegativeFloat]
+    capacity: dict[str, Amount]
     name: str | None = None
 
 
@@ -94,19 +98,21 @@ class PreemptionSpec(Strict):
     """What a preempted, killed or failed task loses."""
 
     mode: Literal["restart", "checkpoint"] = "restart"
-    overhead: NonNegativeFloat = 0.0  # checkpoint/restore seconds added on resume
+    overhead: Time = 0.0  # checkpoint/restore seconds added on resume
 
 
 class OutageSpec(Strict):
     server: int | str  # index or name
-    at: NonNegativeFloat
-    repair: PositiveFloat | None = None  # seconds down; None: never repaired
+    at: Time
+    repair: PositiveTime | None = None  # seconds down; None: never repaired
 
 
 class FaultSpec(Strict):
     servers: list[OutageSpec] = Field(default_factory=list)
-    mtbf: PositiveFloat | None = None  # per server, exponential, seeded by the run
-    repair: PositiveFloat = 60.0
+    #: per server, exponential, seeded by the run; at least a second, or the
+    #: simulation would do nothing but fail and repair servers
+    mtbf: Annotated[float, Field(ge=1.0, le=MAX_TIME)] | None = None
+    repair: PositiveTime = 60.0
     task_failure: float = Field(0.0, ge=0, lt=1)
 
 
@@ -124,7 +130,7 @@ class Spec(Strict):
     hierarchy: dict[str, Any] = Field(min_length=1)
     workload: dict[str, Any]
     algorithms: list[AlgorithmSpec] = Field(min_length=1)
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1)
     #: Field path (``hierarchy.levels``, ``algorithms[0].params.p``) -> values;
     #: the sweep runs their cartesian product (hierfair.sweep).
     grid: dict[str, list[Any]] = Field(default_factory=dict)
@@ -237,7 +243,7 @@ def read_yaml(path: str | Path) -> Any:
 
 
 def load_spec(path: str | Path, data_dir: str | None = None,
-              check_workload: bool = True) -> Experiment:
+              check_workload: bool = True, max_memory: float | None = None) -> Experiment:
     """Read, validate and build a spec file; raises :class:`SpecError`.
 
     ``check_workload=False`` skips building the workload (reading its traces)
@@ -245,20 +251,27 @@ def load_spec(path: str | Path, data_dir: str | None = None,
     data = read_yaml(path)
     try:
         return build_experiment(data, source=str(path), data_dir=data_dir,
-                                check_workload=check_workload)
+                                check_workload=check_workload, max_memory=max_memory)
     except SpecError as exc:
         raise exc.with_file(str(path)) from None
 
 
 def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
-                     check_workload: bool = True) -> Experiment:
-    """Validate a spec given as plain data (what ``yaml.safe_load`` returns)."""
+                     check_workload: bool = True, max_memory: float | None = None
+                     ) -> Experiment:
+    """Validate a spec given as plain data (what ``yaml.safe_load`` returns).
+
+    Sizes are checked before anything is built: a run that would not fit in
+    ``max_memory`` bytes (default: this machine's memory) is refused, first on
+    what the spec says, then on the workload as built (traces)."""
     if not isinstance(data, Mapping):
         raise SpecError("a spec must be a mapping of fields", value=type(data).__name__)
+    check_numbers(data)
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
         raise from_pydantic(exc, model=Spec) from None
+    _check_size(_size_from_spec(spec), max_memory)
     cluster, placement = _build_cluster(spec.cluster)
     hierarchy = build_hierarchy(spec.hierarchy)
     for i, algo in enumerate(spec.algorithms):
@@ -277,10 +290,55 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
     for i, outage in enumerate(spec.faults.servers):
         experiment._server(outage.server, i)
     if check_workload:
-        experiment.workload(spec.seeds[0])  # validates queues, demands and fit
+        workload = experiment.workload(spec.seeds[0])  # validates queues, demands and fit
+        _check_size(Size(cluster.n_servers, hierarchy.n_nodes, int(hierarchy.depth.max()),
+                         len(cluster.resources), len(workload.jobs), workload.n_tasks),
+                    max_memory)
     else:
         parse(WORKLOAD_KINDS, spec.workload, "workload", default="jobs")  # params only
     return experiment
+
+
+def _size_from_spec(spec: Spec) -> Size:
+    """The size of one run as the spec states it, before anything is built (a
+    trace's jobs are unknown until it is read: counted as none here)."""
+    if "kind" in spec.cluster:
+        kind, params = parse(CLUSTER_KINDS, spec.cluster, "cluster")
+        servers, resources = kind.size(params), 3  # type: ignore[misc]
+    else:
+        try:
+            cspec = ClusterSpec.model_validate(spec.cluster)
+        except ValidationError as exc:
+            raise from_pydantic(exc, prefix="cluster", model=ClusterSpec) from None
+        servers, resources = sum(s.count for s in cspec.servers), len(cspec.resources)
+    h = spec.hierarchy
+    if isinstance(h.get("kind"), str):
+        kind, params = parse(HIERARCHY_KINDS, h, "hierarchy")
+        nodes = kind.size(params) if kind.size else 1
+        depth = int(getattr(params, "levels", 3))
+    else:
+        nodes, depth = _count_nodes(h)
+    kind, params = parse(WORKLOAD_KINDS, spec.workload, "workload", default="jobs")
+    jobs, tasks = kind.size(params) if kind.size else (0, 0)
+    return Size(servers, nodes, depth, resources, jobs, tasks)
+
+
+def _count_nodes(tree: Any, depth: int = 0) -> tuple[int, int]:
+    """Nodes (root included) and depth of a hand-written tree; malformed parts
+    count as leaves here and are reported when the tree is built."""
+    nodes, deepest = 1, depth
+    for body in tree.values() if isinstance(tree, Mapping) else ():
+        kids = body.get("children") if isinstance(body, Mapping) else None
+        n, d = _count_nodes(kids or {}, depth + 1)
+        nodes, deepest = nodes + n, max(deepest, d)
+    return nodes, deepest
+
+
+def _check_size(size: Size, max_memory: float | None) -> None:
+    """Refuse a run too big for the memory, naming the field it grows with."""
+    terms = {"workload": size.tasks * 400, "cluster.servers": size.servers * 600,
+             "hierarchy": size.nodes * 400}
+    check_memory(size, max_memory, where=max(terms, key=terms.__getitem__))
 
 
 def _build_cluster(data: dict[str, Any]) -> tuple[Cluster, str]:

@@ -39,6 +39,7 @@ import platform
 import re
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -76,10 +77,22 @@ class PlannedRun:
     seed: int
     spec_data: dict[str, Any]
     key: str
+    #: Digest of the input the plan saw (trace contents, or the fallback).
+    input_id: str = ""
 
     @property
     def label(self) -> str:
         return self.algorithm.get("label") or self.algorithm["name"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated spec, its runs in a fixed order, and what the user should
+    know about its input (fallbacks, skipped lines, sorted rows), said once."""
+
+    experiment: Experiment
+    runs: list[PlannedRun]
+    notes: tuple[str, ...] = ()
 
 
 # -- planning --------------------------------------------------------------
@@ -125,24 +138,39 @@ def run_seed(base_seed: int, grid: Mapping[str, Any]) -> int:
     return int(_digest([base_seed, point], 8), 16) % (2**31)
 
 
-def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None
-         ) -> tuple[Experiment, list[PlannedRun]]:
-    """Validate the spec and every grid point; list the runs in a fixed order."""
-    base = build_experiment(copy.deepcopy(dict(data)), source=source, data_dir=data_dir,
-                            check_workload=False)
+def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
+         max_memory: float | None = None) -> Plan:
+    """Validate the spec and every grid point exactly as a run will see them
+    (workloads built, traces read, sizes checked); list the runs in a fixed order.
+
+    This is the one place that decides validity: ``validate`` and ``run``
+    both call it, so what one accepts the other runs."""
+    base = build_experiment(copy.deepcopy(data), source=source, data_dir=data_dir,
+                            check_workload=False, max_memory=max_memory)
     resolved = base.spec.model_dump(mode="json")
     grid = resolved.pop("grid", {}) or {}
     keys = list(grid)
     points = [dict(zip(keys, values)) for values in itertools.product(*grid.values())] or [{}]
     runs: list[PlannedRun] = []
+    notes: dict[str, None] = {}  # ordered, without repeats
     seen: set[str] = set()
     for g, point in enumerate(points):
         spec_data = copy.deepcopy(resolved)
         for path, value in point.items():
             apply_grid_value(spec_data, path, value)
-        if point:
-            build_experiment(copy.deepcopy(spec_data), source=source, data_dir=data_dir,
-                             check_workload=False)
+        try:
+            exp = build_experiment(copy.deepcopy(spec_data), source=source,
+                                   data_dir=data_dir, max_memory=max_memory)
+        except SpecError as exc:
+            if not point:
+                raise
+            at = ", ".join(f"{k}={v!r}" for k, v in point.items())
+            raise SpecError(exc.message, file=exc.file, value=exc.value,
+                            where=f"{exc.where or 'spec'} (at grid point {at})") from None
+        workload = exp.workload(exp.spec.seeds[0])
+        notes.update(dict.fromkeys(([workload.fallback] if workload.fallback else [])
+                                   + list(workload.notes)))
+        inputs = _digest(workload.input_identity)
         identity = {k: v for k, v in spec_data.items() if k not in _NOT_IN_KEY}
         for a, algo in enumerate(spec_data["algorithms"]):
             # grid keys of *other* algorithms do not describe this run
@@ -150,7 +178,7 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None
                     if not k.startswith("algorithms[") or k.startswith(f"algorithms[{a}]")}
             for seed in spec_data["seeds"]:
                 rseed = run_seed(seed, point)
-                key = _digest([identity, algo, rseed], 32)
+                key = _digest([identity, algo, rseed, inputs], 32)
                 if key in seen:  # e.g. drf under a grid over another algorithm's params
                     continue
                 seen.add(key)
@@ -158,14 +186,19 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None
                 run_id = f"{label}-s{seed}-{key[:8]}"
                 runs.append(PlannedRun(index=len(runs), run_id=run_id, algorithm=algo,
                                        grid_point=g, grid=mine, base_seed=seed, seed=rseed,
-                                       spec_data=spec_data, key=key))
-    return base, runs
+                                       spec_data=spec_data, key=key, input_id=inputs))
+    return Plan(base, runs, tuple(notes))
 
 
 # -- one run -----------------------------------------------------------------
 @lru_cache(maxsize=4)  # a worker reuses a spec's built inputs (traces read once) across runs
-def _experiment(spec_json: str, source: str, data_dir: str | None) -> Experiment:
-    return build_experiment(json.loads(spec_json), source=source, data_dir=data_dir)
+def _experiment(spec_json: str, source: str, data_dir: str | None, input_id: str
+                ) -> Experiment:
+    # input_id keys the cache too: a worker that outlives a sweep must not reuse
+    # a workload read from data that has changed since.  The plan checked the
+    # size against the user's memory limit already.
+    return build_experiment(json.loads(spec_json), source=source, data_dir=data_dir,
+                            max_memory=float("inf"))
 
 
 @lru_cache(maxsize=1)
@@ -187,16 +220,38 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
     """Run one simulation; write its details and summary; return its row."""
     started = datetime.now(UTC)
     t0 = time.perf_counter()
-    row: dict[str, Any] = {"status": "ok", "error": ""}
+    row: dict[str, Any] = {"status": "ok", "error": "", "warnings": ""}
     run_dir = Path(folder) / "runs" / run.run_id
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _simulate(run, row, run_dir, source, data_dir, timeout)
+    # numpy's and pandas' warnings are recorded with the run, never printed raw
+    row["warnings"] = "; ".join(dict.fromkeys(str(w.message) for w in caught))
+    row.update(_identity(run))
+    row.update(code_version=code_version(), host=platform.node(),
+               started_at=started.isoformat(), finished_at=datetime.now(UTC).isoformat(),
+               wall_seconds=time.perf_counter() - t0)
+    write_text(json.dumps({"key": run.key, "row": row}, sort_keys=True, default=float),
+               run_dir / "summary.json")
+    return row
+
+
+def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
+              data_dir: str | None, timeout: float | None) -> None:
+    """Run the simulation into ``row`` and ``run_dir``; any failure is recorded."""
     try:
-        exp = _experiment(json.dumps(run.spec_data, sort_keys=True), source, data_dir)
+        exp = _experiment(json.dumps(run.spec_data, sort_keys=True), source, data_dir,
+                          run.input_id)
         deadline = time.monotonic() + timeout if timeout else None
         sim = exp.simulator(make_policy(run.algorithm["name"], run.algorithm.get("params")),
                             run.seed, deadline=deadline)
         result = sim.run()
         row.update(summarize(result, **exp.spec.metrics.model_dump()))
         row["workload_source"] = result.workload_source
+        workload = exp.workload(run.seed)
+        row.update(input_id=_digest(workload.input_identity),
+                   input_fallback=bool(workload.fallback),
+                   input_skipped_lines=workload.skipped_lines)
         for table in DETAIL_TABLES:
             write_parquet(getattr(result, table), run_dir / f"{table}.parquet")
     except RunTimeout:
@@ -205,13 +260,6 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
         row.update(status="failed", error=str(exc))
     except Exception as exc:  # a bug in a policy must not sink the sweep
         row.update(status="failed", error=f"{type(exc).__name__}: {exc}")
-    row.update(_identity(run))
-    row.update(code_version=code_version(), host=platform.node(),
-               started_at=started.isoformat(), finished_at=datetime.now(UTC).isoformat(),
-               wall_seconds=time.perf_counter() - t0)
-    write_text(json.dumps({"key": run.key, "row": row}, sort_keys=True, default=float),
-               run_dir / "summary.json")
-    return row
 
 
 def _identity(run: PlannedRun) -> dict[str, Any]:
@@ -247,7 +295,8 @@ def cached_row(run: PlannedRun, folder: Path) -> dict[str, Any] | None:
         return None
     row = record.get("row", {})
     if (record.get("key") != run.key or row.get("status") != "ok"
-            or row.get("code_version") != code_version()):
+            or row.get("code_version") != code_version()
+            or row.get("input_id") != run.input_id):  # the data changed under the run
         return None
     if not all((path.parent / f"{t}.parquet").exists() for t in DETAIL_TABLES):
         return None
@@ -293,12 +342,15 @@ def _backend(backend: str, jobs: int | None, scheduler: str | None) -> Iterator[
 def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
           data_dir: str | None = None, jobs: int | None = None, backend: str = "loky",
           scheduler: str | None = None, force: bool = False, timeout: float | None = None,
-          progress: Callable[[int, int, dict[str, Any] | None], None] | None = None
-          ) -> pd.DataFrame:
-    """Run (or reuse) every run of the spec; return runs.parquet's frame."""
+          progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
+          max_memory: float | None = None, planned: Plan | None = None) -> pd.DataFrame:
+    """Run (or reuse) every run of the spec; return runs.parquet's frame.
+
+    ``planned`` is the spec's :func:`plan` when the caller already made it."""
     import joblib
 
-    base, runs = plan(data, source, data_dir)
+    planned = planned or plan(data, source, data_dir, max_memory)
+    base, runs = planned.experiment, planned.runs
     folder = Path(out) / base.spec.name
     folder.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(folder)  # left by a sweep killed mid-write
@@ -341,7 +393,8 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
 
 _FIRST = ("run", "run_index", "spec", "spec_hash", "algorithm", "label", "params", "seed",
           "run_seed", "grid_point")
-_STATUS = ("status", "error", "workload_source")
+_STATUS = ("status", "error", "warnings", "workload_source", "input_id", "input_fallback",
+           "input_skipped_lines")
 _LAST = ("hierfair_version", "code_version", "git_commit", "host", "started_at", "finished_at",
          "wall_seconds")
 
@@ -412,7 +465,8 @@ class Progress:
         elapsed = time.monotonic() - self.t0
         fresh = done - self.first
         eta = elapsed / fresh * (total - done) if fresh else 0.0
-        status = "" if row["status"] == "ok" else f" {row['status'].upper()}: {row['error']}"
+        # the error itself is printed once, in the list at the end of the run
+        status = "" if row["status"] == "ok" else f" {row['status'].upper()}"
         if self.tty:
             width = 30
             fill = int(width * done / total) if total else width

@@ -16,7 +16,9 @@ import pytest
 import yaml
 
 import hierfair
+from hierfair import sweep as sweep_module
 from hierfair.cli import main
+from hierfair.errors import SpecError
 from hierfair.results import WALL_CLOCK_COLUMNS, atomic_path, remove_stale_temporaries
 from hierfair.spec import read_yaml
 from hierfair.sweep import plan, run_seed, sweep
@@ -40,7 +42,7 @@ def test_plan_is_the_cartesian_product_with_derived_seeds():
     data = copy.deepcopy(SWEEP)
     data["grid"] = {"hierarchy.levels": [2, 3], "workload.jobs": [10, 20, 30],
                     "algorithms[0].params.attribution": ["paper", "frozen"]}
-    _, runs = plan(data)
+    runs = plan(data).runs
     # hdrf: 2 x 3 x 2 grid points x 2 seeds; drf ignores attribution: 2 x 3 x 2
     assert len(runs) == 24 + 12
     assert len({r.run_id for r in runs}) == len(runs)
@@ -59,9 +61,11 @@ def test_bad_grid_path_is_a_clear_error(tmp_path, capsys):
     data["grid"] = {"hierarchy.levles": [2]}
     spec = tmp_path / "s.yaml"
     spec.write_text(yaml.safe_dump(data))
-    assert main(["run", str(spec), "--out", str(tmp_path), "--dry-run"]) == 2
-    err = capsys.readouterr().err
-    assert f"{spec}: hierarchy.levles: unknown key" in err
+    for command in (["run", str(spec), "--out", str(tmp_path), "--dry-run"],
+                    ["validate", str(spec)]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert f"{spec}: hierarchy.levles (at grid point hierarchy.levles=2): unknown key" in err
 
 
 def test_backends_give_identical_metrics(tmp_path):
@@ -101,7 +105,7 @@ def test_cached_runs_are_reused_and_force_reruns(tmp_path):
     pd.testing.assert_frame_equal(metrics(first), metrics(forced))
 
 
-def test_failures_and_timeouts_are_recorded_and_the_sweep_goes_on(tmp_path, capsys):
+def test_a_bad_grid_point_is_refused_before_any_run(tmp_path):
     data = spec_with(
         cluster={"resources": ["cpu", "mem"],
                  "servers": [{"count": 2, "capacity": {"cpu": 8, "mem": 16}}]},
@@ -110,10 +114,28 @@ def test_failures_and_timeouts_are_recorded_and_the_sweep_goes_on(tmp_path, caps
         algorithms=["drf", "fifo"],
         grid={"workload.file": [str(ROOT / "tests/data/sample.swf"), "missing.swf"]},
     )
-    frame = sweep(data, tmp_path, jobs=2)
+    with pytest.raises(SpecError, match=r"workload.file \(at grid point workload.file="
+                                        r"'missing.swf'\): trace file not found"):
+        sweep(data, tmp_path, jobs=2)
+    assert not (tmp_path / "t").exists()
+
+
+def test_failures_and_timeouts_are_recorded_and_the_sweep_goes_on(tmp_path, capsys,
+                                                                   monkeypatch):
+    # A run can only fail through a bug once the plan has validated it: make one.
+    real = sweep_module.make_policy
+
+    def broken(name, params=None):
+        if name == "fifo":
+            raise ZeroDivisionError("a bug in a policy")
+        return real(name, params)
+
+    monkeypatch.setattr(sweep_module, "make_policy", broken)
+    frame = sweep(spec_with(algorithms=["drf", "fifo"], seeds=[0, 1]), tmp_path, jobs=1)
     assert (frame["status"] == "ok").sum() == 2
     failed = frame[frame["status"] == "failed"]
-    assert len(failed) == 2 and failed["error"].str.contains("missing.swf").all()
+    assert len(failed) == 2 and (failed["error"] == "ZeroDivisionError: a bug in a policy").all()
+    monkeypatch.undo()
 
     # Three tasks never reach the deadline check (made every 1024 steps); the
     # 100-job Facebook schedule (about 14,000 tasks) takes H-DRF seconds.
