@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 # Real traces are read from here when present (never copied into the project).
 export HIERFAIR_DATA ?= $(abspath ../shared/traces)
 
-.PHONY: reproduce test install clean
+.PHONY: reproduce test fuzz install clean
 
 install: $(STAMP)
 
@@ -24,6 +24,10 @@ reproduce: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The thorough fuzz run (thousands of mutated specs and traces; make test runs a sample).
+fuzz: $(STAMP)
+	HIERFAIR_FUZZ=thorough $(BIN)/python -m pytest -q tests/test_fuzz.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

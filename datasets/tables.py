@@ -90,10 +90,12 @@ def read_table(path: Path, names: Sequence[str], sep: str, *, usecols: Sequence[
         if col in numeric:
             values = pd.to_numeric(text, errors="coerce")
             wrong = values.isna() & ((text != "") | (col in required))
+            wrong |= np.isinf(values.to_numpy(dtype=float))  # "inf", "1e999"
             if col in nonnegative:
                 wrong |= values < 0
             frame[col] = values
-            reason = "not a non-negative number" if col in nonnegative else "not a number"
+            reason = ("not a finite non-negative number" if col in nonnegative
+                      else "not a finite number")
         else:
             wrong = (text == "") & (col in required)
             reason = "missing"

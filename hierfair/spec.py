@@ -238,7 +238,10 @@ def read_yaml(path: str | Path) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc)
+        if mark is None and isinstance(getattr(exc, "position", None), int):
+            where = f"line {text.count(chr(10), 0, exc.position) + 1}"  # a bad character
+        problem = " ".join(str(problem).split())  # one line, whatever PyYAML wrote
         raise SpecError(f"malformed YAML: {problem}", file=str(path), where=where) from None
 
 
