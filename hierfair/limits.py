@@ -28,18 +28,29 @@ MAX_AMOUNT = 1e12
 MIN_WEIGHT, MAX_WEIGHT = 1e-9, 1e9
 #: Seeds feed numpy's SeedSequence and are stored as int64.
 MAX_SEED = 2**32 - 1
+#: Levels of nesting in a spec (a hand-written tree of depth d nests 2d deep).
+MAX_NESTING = 200
 #: Servers, hierarchy nodes and tasks of one run, whatever the memory says.
 MAX_SERVERS = 10_000_000
 MAX_NODES = 10_000_000
 MAX_TASKS = 100_000_000
 
 
-def check_numbers(data: Any, where: str = "") -> None:
-    """Reject non-finite and unrepresentable numbers anywhere in raw spec data.
+def check_numbers(data: Any, where: str = "", _inside: tuple[int, ...] = ()) -> None:
+    """Reject non-finite and unrepresentable numbers anywhere in raw spec data,
+    and structures that contain themselves (a YAML alias to its own ancestor).
 
     YAML's ``.inf`` and ``.nan`` would otherwise pass validation and turn into
     ``null`` on the way to a run (JSON has no infinity).
     """
+    if isinstance(data, Mapping | list | tuple):
+        if id(data) in _inside:
+            raise SpecError("a YAML alias refers to a node that contains it",
+                            where=where or None)
+        if len(_inside) >= MAX_NESTING:
+            raise SpecError(f"nested too deeply (limit {MAX_NESTING} levels)",
+                            where=where or None)
+        _inside = (*_inside, id(data))
     if isinstance(data, bool):
         return
     if isinstance(data, int | float):
@@ -49,10 +60,10 @@ def check_numbers(data: Any, where: str = "") -> None:
             raise SpecError("too large (limit 2^53)", where=where or None, value=data)
     elif isinstance(data, Mapping):
         for key, value in data.items():
-            check_numbers(value, f"{where}.{key}" if where else str(key))
+            check_numbers(value, f"{where}.{key}" if where else str(key), _inside)
     elif isinstance(data, list | tuple):
         for i, value in enumerate(data):
-            check_numbers(value, f"{where}[{i}]")
+            check_numbers(value, f"{where}[{i}]", _inside)
 
 
 def check_range(value: float, low: float, high: float, where: str) -> None:

@@ -235,6 +235,8 @@ def read_yaml(path: str | Path) -> Any:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
     except SpecError as exc:
         raise exc.with_file(str(path)) from None
+    except RecursionError:
+        raise SpecError("malformed YAML: nested too deeply", file=str(path)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None

@@ -99,7 +99,10 @@ def mutated_spec(draw) -> str:
         elif kind == "rename" and isinstance(parent, dict):
             parent[draw(st.text(min_size=1, max_size=6))] = parent.pop(last)
         elif kind == "alias":  # the same object twice: yaml writes an anchor and an alias
-            parent[last] = _get(data, draw(st.sampled_from(_paths(data))))
+            source = draw(st.sampled_from(_paths(data)))
+            parent[last] = _get(data, source)
+            if path[:len(source)] == source:  # an ancestor: the data now contains itself
+                break
         elif kind == "scale" and isinstance(parent[last], int | float) \
                 and not isinstance(parent[last], bool):
             parent[last] = parent[last] * draw(st.sampled_from([10**6, 10**12, -1, 0]))

@@ -103,6 +103,18 @@ def test_validate_refuses_what_run_refuses_in_one_line(case, command, tmp_path, 
     assert not out.exists()  # refused before anything is written
 
 
+@pytest.mark.parametrize("text, problem", [
+    ("name: x\ncluster: &a {x: *a}\n", "cluster.x: a YAML alias refers to a node that contains it"),
+    ("name: x\ncluster: " + "[" * 3000 + "]" * 3000 + "\n", "malformed YAML: nested too deeply"),
+    ("name: x\nhierarchy: " + "{a: " * 250 + "{}" + "}" * 250 + "\n",
+     "nested too deeply (limit 200 levels)"),
+])
+def test_recursive_or_deep_yaml_is_one_line(tmp_path, capsys, text, problem):
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    assert problem in one_line_error(capsys, ["validate", str(path)])
+
+
 def test_memory_estimate_names_the_field_and_can_be_raised(tmp_path, capsys):
     data = spec_with(workload={"jobs": [_job(tasks=2_000_000)]})
     path = write(tmp_path, data)
