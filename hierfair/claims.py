@@ -63,6 +63,11 @@ class CheckSpec(Strict):
     stat: Literal["mean", "median", "min", "max"] = "mean"
     window: tuple[NonNegativeFloat, NonNegativeFloat] | None = None
     metric: str | None = None
+    #: Response-time improvement of ``algorithm`` over this label (H-DRF §5.2,
+    #: hierfair.improvement), per job; ``stat`` aggregates the jobs of a seed
+    #: (``leaf`` keeps one leaf's), seeds are averaged.
+    improvement_over: str | None = None
+    leaf: str | None = None
     where: dict[str, Any] = Field(default_factory=dict)
     equals: float | None = None
     tol: NonNegativeFloat = 1e-6
@@ -71,9 +76,10 @@ class CheckSpec(Strict):
 
     @model_validator(mode="after")
     def _one_measure_and_a_bound(self) -> CheckSpec:
-        if (self.node is None) == (self.metric is None):
-            raise ValueError("give either node (an allocation) or metric (a runs.parquet "
-                             "column)")
+        measures = [m for m in (self.node, self.metric, self.improvement_over) if m is not None]
+        if len(measures) != 1:
+            raise ValueError("give one of node (an allocation), metric (a runs.parquet "
+                             "column) or improvement_over (another algorithm's label)")
         if self.equals is None and self.below is None and self.above is None:
             raise ValueError("give what the paper says: equals, below or above")
         return self
@@ -95,6 +101,13 @@ class ClaimSpec(Strict):
     expect: Literal["holds", "refuted"] = "holds"
     #: Why a claim may not hold here (a model difference), shown with the verdict.
     note: str = ""
+    #: Set when the checks test something easier than the paper states (a
+    #: smaller setting, another metric): how they differ.  Empty: faithful.
+    proxy: str = ""
+    #: The paper's number(s) as printed, for the report's table ("250 %").
+    published: str = ""
+    #: The item of docs/reproductions.md this claim checks.
+    id: str = ""
 
 
 @dataclass(frozen=True)
@@ -104,6 +117,10 @@ class CheckResult:
     expected: str
     measured: float
     holds: bool
+    #: Why the check could not be measured (failed or timed-out runs): n/a.
+    missing: str = ""
+    seeds: int = 0  # how many seeds the value averages (0: not over runs)
+    ci95: float = 0.0  # half-width of the 95 % interval over seeds
 
 
 @dataclass(frozen=True)
@@ -114,22 +131,54 @@ class Verdict:
     reproduced: bool  # what the spec expects: False for a known model difference
     checks: tuple[CheckResult, ...]
     expect: str = "holds"  # "refuted": the published claim is false here (a finding)
+    proxy: str = ""
+    published: str = ""
+    id: str = ""
 
     @property
     def holds(self) -> bool:
         return all(c.holds for c in self.checks)
 
+    @property
+    def verdict(self) -> str:
+        """``n/a`` when a check could not be measured, else ``holds`` or ``refuted``."""
+        if any(c.missing for c in self.checks):
+            return "n/a"
+        return "holds" if self.holds else "refuted"
+
     def to_json(self) -> dict[str, Any]:
-        return {"claim": self.claim, "source": self.source, "note": self.note,
-                "reproduced": self.reproduced, "expect": self.expect, "holds": self.holds,
-                "checks": [asdict(c) for c in self.checks]}
+        reasons = sorted({c.missing for c in self.checks if c.missing})
+        return {"id": self.id, "claim": self.claim, "source": self.source, "note": self.note,
+                "reproduced": self.reproduced, "expect": self.expect, "proxy": self.proxy,
+                "published": self.published, "verdict": self.verdict, "holds": self.holds,
+                "reason": "; ".join(reasons), "checks": [asdict(c) for c in self.checks]}
+
+
+def expected_verdict(verdict: dict[str, Any]) -> str:
+    """What the spec says the verdict should be: refuted for a published claim
+    found false (``expect: refuted``) or a known model difference."""
+    return "refuted" if verdict["expect"] == "refuted" or not verdict["reproduced"] else "holds"
 
 
 def verdict_word(verdict: dict[str, Any]) -> str:
     """How a verdict (as in claims.json) reads in a report or a log line."""
-    if verdict["holds"]:
-        return "holds" if verdict["reproduced"] else "holds (marked not reproduced)"
-    return "does not hold (known, see note)" if not verdict["reproduced"] else "DOES NOT HOLD"
+    word = verdict["verdict"]
+    if word == "n/a":
+        return f"n/a ({verdict['reason']})"
+    if word == "refuted" and not verdict["reproduced"]:
+        return "refuted (a known model difference, see note)"
+    if word == "refuted" and verdict["expect"] != "refuted":
+        return "REFUTED (unexpectedly)"
+    if word == "holds" and expected_verdict(verdict) == "refuted":
+        return "holds (the spec expects refuted)"
+    return word
+
+
+def count_verdicts(verdicts: list[dict[str, Any]]) -> str:
+    """``3 hold, 1 refuted, 0 n/a`` -- the summary line's counts."""
+    words = [v["verdict"] for v in verdicts]
+    return (f"{words.count('holds')} hold, {words.count('refuted')} refuted, "
+            f"{words.count('n/a')} n/a")
 
 
 def validate(claims: list[ClaimSpec], labels: list[str], paths: tuple[str, ...],
@@ -158,36 +207,93 @@ def validate(claims: list[ClaimSpec], labels: list[str], paths: tuple[str, ...],
                 if leaf not in paths:
                     raise SpecError("no such node in the hierarchy", where=f"{where}.without",
                                     value=leaf)
+            if check.improvement_over is not None and check.improvement_over not in labels:
+                raise SpecError(f"not one of the spec's algorithms {labels}",
+                                where=f"{where}.improvement_over",
+                                value=check.improvement_over)
+            if check.leaf is not None and check.leaf not in paths:
+                raise SpecError("no such leaf in the hierarchy", where=f"{where}.leaf",
+                                value=check.leaf)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One number a check compares, with how it was aggregated."""
+
+    value: float
+    missing: str = ""  # why it could not be measured: the verdict is n/a
+    seeds: int = 0
+    ci95: float = 0.0
+
+
+#: Student's t quantile t(0.975, n - 1) for n = 2..30 (no scipy needed); 1.96 past 30.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
+         2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+         2.064, 2.060, 2.056, 2.052, 2.048, 2.045)
+
+
+def _aggregate(values: list[float]) -> Measured:
+    """Mean over runs (seeds, grid points) with a 95 % t-interval half-width."""
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2:
+        return Measured(float(v.mean()), seeds=len(v))
+    t = _T975[len(v) - 2] if len(v) - 2 < len(_T975) else 1.96
+    return Measured(float(v.mean()), seeds=len(v),
+                    ci95=float(t * v.std(ddof=1) / np.sqrt(len(v))))
 
 
 class _Measurer:
     """Measures checks on one experiment and its results folder."""
 
     def __init__(self, exp: Experiment, runs: pd.DataFrame,
-                 allocations: pd.DataFrame | None) -> None:
+                 allocations: pd.DataFrame | None, folder: Path | None = None) -> None:
         self.exp = exp
+        self.all_runs = runs
         self.runs = runs[runs["status"] == "ok"]
         self.allocations = allocations
+        self.folder = folder
         # a bound named by label is measured once, however many labels it bounds
-        self._seen: dict[tuple[str, str], float] = {}
+        self._seen: dict[tuple[str, str], Measured] = {}
 
-    def __call__(self, check: CheckSpec, label: str, where: str) -> float:
+    def __call__(self, check: CheckSpec, label: str, where: str) -> Measured:
         key = (where, label)
         if key not in self._seen:
             self._seen[key] = self._measure(check, label, where)
         return self._seen[key]
 
-    def _measure(self, check: CheckSpec, label: str, where: str) -> float:
+    def _measure(self, check: CheckSpec, label: str, where: str) -> Measured:
+        if check.over == "allocation" and check.node is not None:
+            return Measured(self._allocation(check, label))  # no runs involved
+        missing = self._failed(check, label, where)
+        if check.improvement_over is not None:
+            missing = missing or self._failed(check, check.improvement_over, where)
+        if missing:
+            return Measured(float("nan"), missing)
         if check.metric is not None:
-            return self._metric(check, label, where)
-        if check.over == "allocation":
-            return self._allocation(check, label)
-        return self._over_run(check, label, where)
+            values = self._metric(check, label, where)
+        elif check.improvement_over is not None:
+            values = self._improvement(check, label, where)
+        else:
+            values = self._over_run(check, label, where)
+        if not values:
+            return Measured(float("nan"), f"no ok run of {label} to measure")
+        return _aggregate(values)
 
-    def _rows(self, check: CheckSpec, label: str, where: str) -> pd.DataFrame:
-        rows = self.runs[self.runs["label"] == label]
+    def _failed(self, check: CheckSpec, label: str, where: str) -> str:
+        """Why runs this check needs did not finish ("" when they all did)."""
+        rows = self._rows(check, label, where, self.all_runs)
+        bad = rows[rows["status"] != "ok"]
+        if not len(bad):
+            return ""
+        kinds = ", ".join(sorted(set(bad["status"])))
+        return f"{len(bad)} of {len(rows)} runs of {label} {kinds}"
+
+    def _rows(self, check: CheckSpec, label: str, where: str,
+              runs: pd.DataFrame | None = None) -> pd.DataFrame:
+        runs = self.runs if runs is None else runs
+        rows = runs[runs["label"] == label]
         for column, value in check.where.items():
-            if column not in self.runs:
+            if column not in runs:
                 raise SpecError("no such column in runs.parquet", where=f"{where}.where",
                                 value=column)
             # an empty cell: the column does not describe this run (another
@@ -195,12 +301,27 @@ class _Measurer:
             rows = rows[(rows[column] == value) | rows[column].isna()]
         return rows
 
-    def _metric(self, check: CheckSpec, label: str, where: str) -> float:
+    def _metric(self, check: CheckSpec, label: str, where: str) -> list[float]:
         if check.metric not in self.runs:
             raise SpecError("no such column in runs.parquet", where=f"{where}.metric",
                             value=check.metric)
-        rows = self._rows(check, label, where)
-        return float(rows[check.metric].mean()) if len(rows) else float("nan")
+        return [float(v) for v in self._rows(check, label, where)[check.metric]]
+
+    def _improvement(self, check: CheckSpec, label: str, where: str) -> list[float]:
+        from hierfair.improvement import improvement_between
+
+        if self.folder is None:
+            return []
+        jobs = improvement_between(self.folder, label, check.improvement_over,
+                                   where=check.where or None)
+        if check.leaf is not None:
+            jobs = jobs[jobs["leaf"] == check.leaf]
+        values = []
+        for _, group in jobs.groupby("seed"):
+            v = group["improvement"].dropna().to_numpy(dtype=float)
+            if len(v):
+                values.append(float(getattr(np, check.stat)(v)))
+        return values
 
     def _allocation(self, check: CheckSpec, label: str) -> float:
         from hierfair.allocate import allocate
@@ -212,9 +333,9 @@ class _Measurer:
         row = allocate(exp, algo, churn=check.churn).node(check.node)
         return float(row[check.resource])
 
-    def _over_run(self, check: CheckSpec, label: str, where: str) -> float:
+    def _over_run(self, check: CheckSpec, label: str, where: str) -> list[float]:
         if self.allocations is None:
-            return float("nan")
+            return []
         values = []
         for run in self._rows(check, label, where)["run"]:
             series = self.allocations[(self.allocations["run"] == run)
@@ -222,7 +343,7 @@ class _Measurer:
             end = float(self.allocations.loc[self.allocations["run"] == run, "time"].max())
             values.append(_time_statistic(series, self._quantity(series, check.resource),
                                           check.stat, check.window, end))
-        return float(np.mean(values)) if values else float("nan")
+        return values
 
     def _quantity(self, series: pd.DataFrame, resource: str) -> np.ndarray:
         if resource == "tasks":
@@ -270,6 +391,9 @@ def _without(exp: Experiment, leaves: list[str]) -> Experiment:
 
 
 def _describe(check: CheckSpec) -> str:
+    if check.improvement_over is not None:
+        leaf = f" of {check.leaf}'s jobs" if check.leaf else ""
+        return f"{check.stat} response-time improvement{leaf} over {check.improvement_over}, %"
     if check.metric is not None:
         cond = ", ".join(f"{k}={v}" for k, v in check.where.items())
         return check.metric + (f" ({cond})" if cond else "")
@@ -282,10 +406,11 @@ def _describe(check: CheckSpec) -> str:
     return what + (f" ({'; '.join(extra)})" if extra else "")
 
 
-def evaluate(exp: Experiment, runs: pd.DataFrame, allocations: pd.DataFrame | None = None
-             ) -> list[Verdict]:
-    """Every claim of ``exp``'s spec, measured on its results."""
-    measure = _Measurer(exp, runs, allocations)
+def evaluate(exp: Experiment, runs: pd.DataFrame, allocations: pd.DataFrame | None = None,
+             folder: Path | None = None) -> list[Verdict]:
+    """Every claim of ``exp``'s spec, measured on its results (``folder``: the
+    results folder, for checks over jobs)."""
+    measure = _Measurer(exp, runs, allocations, folder)
     verdicts = []
     for i, claim in enumerate(exp.spec.claims):
         results = []
@@ -293,23 +418,27 @@ def evaluate(exp: Experiment, runs: pd.DataFrame, allocations: pd.DataFrame | No
             where = f"claims[{i}].checks[{j}]"
             bounds = {k: getattr(check, k) for k in ("below", "above")}
             for label in check.labels:
-                value = measure(check, label, where)
-                limit = {k: measure(check, b, where) if isinstance(b, str) else b
-                         for k, b in bounds.items() if b is not None}
-                expected, holds = [], not np.isnan(value)
+                got = measure(check, label, where)
+                limits = {k: measure(check, b, where) if isinstance(b, str) else Measured(b)
+                          for k, b in bounds.items() if b is not None}
+                missing = got.missing or next((m.missing for m in limits.values()
+                                               if m.missing), "")
+                value = got.value
+                expected, holds = [], not np.isnan(value) and not missing
                 if check.equals is not None:
                     expected.append(f"= {check.equals:g} ± {check.tol:g}")
                     holds &= abs(value - check.equals) <= check.tol
-                if "below" in limit:
-                    expected.append(f"< {_bound(bounds['below'], limit['below'])}")
-                    holds &= bool(value < limit["below"])
-                if "above" in limit:
-                    expected.append(f"> {_bound(bounds['above'], limit['above'])}")
-                    holds &= bool(value > limit["above"])
+                for key, sign in (("below", "<"), ("above", ">")):
+                    if key in limits:
+                        bound = limits[key].value
+                        expected.append(f"{sign} {_bound(bounds[key], bound)}")
+                        holds &= bool(value < bound if key == "below" else value > bound)
                 results.append(CheckResult(label, _describe(check), " and ".join(expected),
-                                           float(value), bool(holds)))
+                                           float(value), bool(holds), missing, got.seeds,
+                                           got.ci95))
         verdicts.append(Verdict(claim.claim, claim.source, claim.note, claim.reproduced,
-                                tuple(results), claim.expect))
+                                tuple(results), claim.expect, claim.proxy, claim.published,
+                                claim.id))
     return verdicts
 
 

@@ -214,7 +214,9 @@ def _print_verdicts(name: str, verdicts: list[dict]) -> None:
     from hierfair.claims import verdict_word
 
     for v in verdicts:
-        print(f"{name}: claim {verdict_word(v)}: {v['claim']} [{v['source']}]", file=sys.stderr)
+        proxy = " (proxy)" if v.get("proxy") else ""
+        print(f"{name}: claim {verdict_word(v)}{proxy}: {v['claim']} [{v['source']}]",
+              file=sys.stderr)
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -384,7 +384,7 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
     needs_runs = any(c.over == "run" for claim in base.spec.claims for c in claim.checks)
     try:
         verdicts = evaluate(base, frame, pd.read_parquet(allocations)
-                            if needs_runs and allocations.exists() else None)
+                            if needs_runs and allocations.exists() else None, folder)
     except SpecError as exc:  # the runs are saved; only the claim is wrong
         raise exc.with_file(source) if source else exc from None
     write_verdicts(verdicts, folder)
