@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -15,6 +16,9 @@ from pathlib import Path
 
 from hierfair import __version__
 from hierfair.errors import HierfairError
+
+#: More parallel runs than this is a typo, not a machine (loky cannot make them).
+MAX_JOBS = 1024
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,6 +36,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # e.g. `hierfair list | head`
         return 0
+    except Exception as exc:  # a bug: one line, and the traceback on request
+        if os.environ.get("HIERFAIR_DEBUG"):
+            raise
+        print(f"hierfair: internal error: {type(exc).__name__}: {exc} (a bug: please report "
+              "it; HIERFAIR_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 70
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -175,12 +185,13 @@ def _describe(path: Path) -> str:
 def _run(args: argparse.Namespace) -> int:
     from hierfair.claims import read_verdicts
     from hierfair.errors import SpecError
+    from hierfair.limits import MAX_TIME
     from hierfair.sweep import Progress, describe_plan, sweep
 
-    if args.jobs is not None and args.jobs < 1:
-        raise SpecError("must be at least 1", where="--jobs", value=args.jobs)
-    if args.timeout is not None and not 0 < args.timeout < float("inf"):
-        raise SpecError("must be a positive number of seconds", where="--timeout",
+    if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
+        raise SpecError(f"must be from 1 to {MAX_JOBS}", where="--jobs", value=args.jobs)
+    if args.timeout is not None and not 0 < args.timeout <= MAX_TIME:
+        raise SpecError(f"must be a number of seconds in (0, {MAX_TIME:g}]", where="--timeout",
                         value=args.timeout)
     out = Path(args.out)
     specs = _plans(args)
@@ -229,11 +240,14 @@ def _report(args: argparse.Namespace) -> int:
 def _allocate(args: argparse.Namespace) -> int:
     from hierfair.allocate import allocate, format_table
     from hierfair.errors import SpecError
+    from hierfair.limits import MAX_SEED, MAX_TASKS
     from hierfair.spec import AlgorithmSpec, load_spec
 
     exp = load_spec(args.spec, data_dir=args.data_dir, max_memory=args.max_memory)
-    if args.churn < 0:
-        raise SpecError("must be >= 0", where="--churn", value=args.churn)
+    if not 0 <= args.churn <= MAX_TASKS:
+        raise SpecError(f"must be from 0 to {MAX_TASKS:,}", where="--churn", value=args.churn)
+    if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
+        raise SpecError(f"must be from 0 to {MAX_SEED}", where="--seed", value=args.seed)
     algo = next((a for a in exp.spec.algorithms if args.algorithm in (a.name, a.label)), None)
     if algo is None:
         algo = AlgorithmSpec(name=args.algorithm)

@@ -266,3 +266,33 @@ def test_an_error_inside_a_run_is_printed_once(tmp_path, capsys, monkeypatch):
     path = write(tmp_path, spec_with())
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--jobs", "1"]) == 1
     assert capsys.readouterr().err.count("a bug in a policy") == 1
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["run", "SPEC", "--out", "OUT", "--jobs", "100000000000"], "--jobs: must be from 1 to"),
+    (["run", "SPEC", "--out", "OUT", "--timeout", "nan"], "--timeout: must be a number"),
+    (["run", "SPEC", "--out", "OUT", "--timeout", "1e300"], "--timeout: must be a number"),
+    (["allocate", "SPEC", "-a", "drf", "--seed", "-5"], "--seed: must be from 0 to"),
+    (["allocate", "SPEC", "-a", "drf", "--churn", "-1"], "--churn: must be from 0 to"),
+])
+def test_command_line_numbers_are_bounded(tmp_path, capsys, argv, expected):
+    path = write(tmp_path, spec_with())
+    argv = [str(path) if a == "SPEC" else str(tmp_path / "out") if a == "OUT" else a
+            for a in argv]
+    assert expected in one_line_error(capsys, argv)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_bug_is_one_line_unless_debugging(tmp_path, capsys, monkeypatch):
+    import hierfair.cli as cli_module
+
+    def boom(args):
+        raise KeyError("x")
+
+    monkeypatch.setattr(cli_module, "_validate", boom)
+    assert main(["validate", str(write(tmp_path, spec_with()))]) == 70
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error: KeyError" in err
+    monkeypatch.setenv("HIERFAIR_DEBUG", "1")
+    with pytest.raises(KeyError):
+        main(["validate", str(write(tmp_path, spec_with()))])
