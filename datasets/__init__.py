@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from hierfair.datasets import (
+    arrivals,
     cpu_mic,
     facebook,
     full_binary,
@@ -102,6 +103,14 @@ def build_hierarchy(data: Mapping[str, Any]) -> Hierarchy:
     return kind.build(params)
 
 
+def parse_workload(data: Mapping[str, Any]
+                   ) -> tuple[Kind, BaseModel, arrivals.Arrivals | None]:
+    """The workload's kind, its params, and the ``arrivals:`` every kind accepts."""
+    own, how = arrivals.split(data)
+    kind, params = parse(WORKLOAD_KINDS, own, "workload", default="jobs")
+    return kind, params, how
+
+
 def build_workload(data: Mapping[str, Any], ctx: BuildContext) -> Workload:
-    kind, params = parse(WORKLOAD_KINDS, data, "workload", default="jobs")
-    return kind.build(params, ctx)
+    kind, params, how = parse_workload(data)
+    return arrivals.apply(kind.build(params, ctx), how, ctx.cluster)

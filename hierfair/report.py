@@ -82,6 +82,7 @@ def section(folder: Path) -> str:
     if len(sources) > 1:  # the same generator at many run seeds: say it once
         sources = [re.sub(r"seed \d+", "run seeds", src) for src in sources]
     lines += [f"Input: {', '.join(sorted(set(sources)))}.", ""]
+    lines += separation_warning(folder, runs)
     cols = [c for c in TABLE_COLUMNS if c in runs]
     util = [c for c in runs.columns if c.startswith("util_")]
     table = runs[cols[:2] + util + cols[2:]]
@@ -105,6 +106,40 @@ def section(folder: Path) -> str:
     if (folder / "shares.png").exists():
         lines += ["", f"![dominant shares]({folder.name}/shares.png)"]
     return "\n".join(lines) + "\n"
+
+
+def separation_warning(folder: Path, runs: pd.DataFrame) -> list[str]:
+    """A loud line when the experiment cannot tell its schedulers apart."""
+    ok = runs[runs["status"] == "ok"]
+    if ok["label"].nunique() < 2:
+        return []
+    if "contended" in ok and not ok["contended"].astype(bool).any():
+        return ["**No run contended for the cluster** (no task ever waited): every scheduler "
+                "gives the same schedule, so this experiment does not separate them. Give it "
+                "load (`workload.arrivals`, docs/workloads.md).", ""]
+    if identical_schedules(folder, ok):
+        return [f"**All {ok['label'].nunique()} algorithms gave identical schedules** (every "
+                "task on the same server at the same times): this experiment does not "
+                "separate them.", ""]
+    return []
+
+
+def identical_schedules(folder: Path, runs: pd.DataFrame) -> bool:
+    """Whether, at every seed and grid point, every run placed every task on the
+    same server at the same start and finish times."""
+    keys = [c for c in ("seed", "grid_point") if c in runs]
+    for _, group in runs.groupby(keys) if keys else [(None, runs)]:
+        first = None
+        for run in group["run"]:
+            path = folder / "runs" / run / "tasks.parquet"
+            if not path.exists():
+                return False
+            tasks = pd.read_parquet(path, columns=["server", "start", "finish"])
+            if first is None:
+                first = tasks
+            elif not first.equals(tasks):
+                return False
+    return True
 
 
 def claims_table(folders: list[Path]) -> list[str]:

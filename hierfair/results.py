@@ -58,6 +58,15 @@ def summarize(result: SimulationResult, mice_max_tasks: int = MICE_MAX_TASKS,
     out["jobs"] = len(jobs)
     out["tasks"] = len(result.tasks)
     out["tasks_unfinished"] = int((result.tasks["state"] != "finished").sum())
+    # A task waited if it started after its job arrived (or never started): a
+    # run where none did never contended for the cluster, and cannot tell
+    # schedulers apart (the report says so).
+    tasks = result.tasks
+    submit = jobs["submit"].to_numpy()[tasks["job"].to_numpy()] if len(tasks) else np.zeros(0)
+    start = tasks["start"].to_numpy(dtype=float)
+    waited = np.isnan(start) | (start > submit + 1e-9)
+    out["tasks_waited"] = int(waited.sum())
+    out["contended"] = bool(waited.any())
     out["wait_mean"] = float(jobs["wait"].mean()) if len(jobs) else float("nan")
     out["completion_mean"] = float(jobs["completion"].mean()) if len(jobs) else float("nan")
     mice = jobs[jobs["tasks"] <= mice_max_tasks]

@@ -40,10 +40,10 @@ from hierfair.claims import validate as validate_claims
 from hierfair.datasets import (
     CLUSTER_KINDS,
     HIERARCHY_KINDS,
-    WORKLOAD_KINDS,
     build_hierarchy,
     build_workload,
     parse,
+    parse_workload,
 )
 from hierfair.datasets.base import BuildContext
 from hierfair.errors import SpecError, from_pydantic
@@ -300,7 +300,7 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
                          len(cluster.resources), len(workload.jobs), workload.n_tasks),
                     max_memory)
     else:
-        parse(WORKLOAD_KINDS, spec.workload, "workload", default="jobs")  # params only
+        parse_workload(spec.workload)  # params only
     return experiment
 
 
@@ -323,7 +323,7 @@ def _size_from_spec(spec: Spec) -> Size:
         depth = int(getattr(params, "levels", 3))
     else:
         nodes, depth = _count_nodes(h)
-    kind, params = parse(WORKLOAD_KINDS, spec.workload, "workload", default="jobs")
+    kind, params, _ = parse_workload(spec.workload)
     jobs, tasks = kind.size(params) if kind.size else (0, 0)
     return Size(servers, nodes, depth, resources, jobs, tasks)
 

@@ -53,6 +53,7 @@ import pandas as pd
 from hierfair import __version__
 from hierfair.algorithms import make_policy
 from hierfair.claims import evaluate, write_verdicts
+from hierfair.datasets.arrivals import offered_load
 from hierfair.errors import HierfairError, SpecError
 from hierfair.results import remove_stale_temporaries, summarize, write_parquet, write_text
 from hierfair.simulator import RunTimeout
@@ -251,7 +252,8 @@ def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
         workload = exp.workload(run.seed)
         row.update(input_id=_digest(workload.input_identity),
                    input_fallback=bool(workload.fallback),
-                   input_skipped_lines=workload.skipped_lines)
+                   input_skipped_lines=workload.skipped_lines,
+                   offered_load=offered_load(workload, exp.cluster))
         for table in DETAIL_TABLES:
             write_parquet(getattr(result, table), run_dir / f"{table}.parquet")
     except RunTimeout:

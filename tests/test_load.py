@@ -1,0 +1,109 @@
+"""Load that separates the schedulers: arrival scaling, offered load, and the
+report's warning when an experiment cannot tell its schedulers apart."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from hierfair.datasets.arrivals import offered_load
+from hierfair.errors import SpecError
+from hierfair.report import write_report
+from hierfair.sweep import sweep
+
+from .conftest import experiment, spec_with
+
+# 2 jobs on one <9 cpu, 18 mem> server: A brings 30 tasks x <1, 4> x 10 s, B 20 x <3, 1> x 10 s.
+SPREAD = {"jobs": [
+    {"queue": "A", "tasks": 30, "demand": {"cpu": 1, "mem": 4}, "duration": 10, "submit": 0},
+    {"queue": "B", "tasks": 20, "demand": {"cpu": 3, "mem": 1}, "duration": 10, "submit": 100},
+    {"queue": "A", "tasks": 1, "demand": {"cpu": 1, "mem": 1}, "duration": 10, "submit": 400},
+]}
+
+
+def submits(exp) -> list[float]:
+    return [j.submit for j in exp.workload(0).jobs]
+
+
+def test_offered_load_by_hand():
+    exp = experiment(workload=SPREAD)
+    # cpu: (30*1 + 20*3 + 1) * 10 = 910 over 9 cpus x 400 s = 0.253; mem: 1410 / 18 / 400 = 0.196
+    assert offered_load(exp.workload(0), exp.cluster) == pytest.approx(910 / (9 * 400))
+
+
+def test_compress_divides_the_gaps_and_keeps_the_first_arrival():
+    exp = experiment(workload={**SPREAD, "arrivals": {"compress": 4}})
+    assert submits(exp) == [0.0, 25.0, 100.0]
+    assert "arrivals compressed x4" in exp.workload(0).source
+
+
+def test_offered_load_target_is_met():
+    exp = experiment(workload={**SPREAD, "arrivals": {"offered_load": 0.9}})
+    assert offered_load(exp.workload(0), exp.cluster) == pytest.approx(0.9)
+    assert submits(exp)[1] == pytest.approx(100 * (910 / (9 * 400)) / 0.9)
+
+
+@pytest.mark.parametrize("arrivals, message", [
+    ({}, "give one of compress or offered_load"),
+    ({"compress": 2, "offered_load": 1}, "give one of compress or offered_load"),
+    ({"compress": 0}, "workload.arrivals.compress: Input should be greater than 0"),
+    ({"speed": 2}, "workload.arrivals.speed: unknown key; allowed here: compress, offered_load"),
+    ({"offered_load": 1e-9}, "stretches the last arrival"),
+])
+def test_bad_arrivals_are_named(arrivals, message):
+    with pytest.raises(SpecError, match=message.replace("(", r"\(")):
+        experiment(workload={**SPREAD, "arrivals": arrivals})
+
+
+def test_offered_load_needs_a_span():
+    same_time = {"jobs": [dict(j, submit=0) for j in SPREAD["jobs"]], "arrivals":
+                 {"offered_load": 1}}
+    with pytest.raises(SpecError, match="the jobs all arrive at once"):
+        experiment(workload=same_time)
+
+
+def test_a_grid_over_load_runs_contended_and_uncontended(tmp_path):
+    # Each job fits alone; all three together need 10 of the 9 CPUs.
+    fits = {"jobs": [
+        {"queue": "A", "tasks": 3, "demand": {"cpu": 1, "mem": 4}, "duration": 100},
+        {"queue": "B", "tasks": 2, "demand": {"cpu": 3, "mem": 1}, "duration": 100,
+         "submit": 100},
+        {"queue": "A", "tasks": 1, "demand": {"cpu": 1, "mem": 1}, "duration": 100,
+         "submit": 400}], "arrivals": {"compress": 1}}
+    data = spec_with(workload=fits, algorithms=["drf", "fifo"],
+                     grid={"workload.arrivals.compress": [0.01, 10]})
+    frame = sweep(data, tmp_path, jobs=1)
+    by_point = frame.groupby("grid_point")["contended"].agg(["all", "any"])
+    assert not by_point.loc[0, "any"]  # 100x slower: no job meets another
+    assert by_point.loc[1, "all"]  # 10x faster: the third job waits
+    # cpu work 1000 cpu-s over 9 cpus, spread over 40,000 s or 40 s
+    assert frame["offered_load"].tolist() == pytest.approx(
+        [1000 / 9 / 40_000] * 2 + [1000 / 9 / 40] * 2)
+
+
+def test_the_report_says_when_no_run_contended(tmp_path):
+    quiet = {"jobs": [{"queue": "A", "tasks": 1, "demand": {"cpu": 1}, "duration": 1},
+                      {"queue": "B", "tasks": 1, "demand": {"cpu": 1}, "duration": 1}]}
+    sweep(spec_with(workload=quiet, algorithms=["drf", "fifo"]), tmp_path, jobs=1)
+    runs = pd.read_parquet(tmp_path / "t" / "runs.parquet")
+    assert not runs["contended"].any() and (runs["tasks_waited"] == 0).all()
+    write_report(tmp_path)
+    assert "**No run contended for the cluster**" in (tmp_path / "README.md").read_text()
+
+
+def test_the_report_says_when_schedules_are_identical(tmp_path):
+    # contended, but one leaf only: every fair scheduler runs it the same way
+    one = {"jobs": [{"queue": "A", "tasks": 30, "demand": {"cpu": 1}, "duration": 1}]}
+    sweep(spec_with(workload=one, algorithms=["drf", "fifo", "hdrf"]), tmp_path, jobs=1)
+    runs = pd.read_parquet(tmp_path / "t" / "runs.parquet")
+    assert runs["contended"].all()
+    write_report(tmp_path)
+    readme = (tmp_path / "README.md").read_text()
+    assert "**All 3 algorithms gave identical schedules**" in readme
+
+
+def test_no_warning_when_schedules_differ(tmp_path):
+    sweep(spec_with(algorithms=["drf", "fifo"]), tmp_path, jobs=1)
+    write_report(tmp_path)
+    readme = (tmp_path / "README.md").read_text()
+    assert "identical schedules" not in readme and "No run contended" not in readme
