@@ -38,11 +38,18 @@ class SpecError(HierfairError):
         parts = [p for p in (self.file, self.where) if p]
         head = ": ".join(parts)
         tail = self.message if self.value is ... else f"{self.message} (got {_show(self.value)})"
-        return f"{head}: {tail}" if head else tail
+        return _printable(f"{head}: {tail}" if head else tail)
 
 
 class PolicyError(RuntimeError):
     """A policy broke the scheduling protocol (a bug in the algorithm, not the input)."""
+
+
+def _printable(text: str) -> str:
+    """Control characters (a key written as "\x1e") escaped: the error stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _show(value: Any) -> str:

@@ -296,3 +296,9 @@ def test_a_bug_is_one_line_unless_debugging(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HIERFAIR_DEBUG", "1")
     with pytest.raises(KeyError):
         main(["validate", str(write(tmp_path, spec_with()))])
+
+
+def test_a_control_character_in_a_key_keeps_the_error_on_one_line(tmp_path, capsys):
+    path = write(tmp_path, {**spec_with(), "\x1e": 1})
+    err = one_line_error(capsys, ["validate", str(path)])
+    assert f"{path}: \\x1e: unknown key" in err
