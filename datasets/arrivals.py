@@ -46,11 +46,19 @@ class Arrivals(Strict):
     compress: float | None = Field(None, gt=0, le=1e9)
     #: Scale the gaps so that the offered load (module docstring) is this.
     offered_load: float | None = Field(None, gt=0, le=1e6)
+    #: Closed loop: each leaf submits its next job only when its previous one
+    #: finishes (H-DRF §5.2), and not before the job's own submit time.
+    sequential: bool = False
 
     @model_validator(mode="after")
     def _one(self) -> Arrivals:
-        if (self.compress is None) == (self.offered_load is None):
+        if self.compress is not None and self.offered_load is not None:
             raise ValueError("give one of compress or offered_load")
+        if self.compress is None and self.offered_load is None and not self.sequential:
+            raise ValueError("give one of compress or offered_load, or sequential: true")
+        if self.sequential and self.offered_load is not None:
+            raise ValueError("offered_load needs open arrivals (sequential ones depend on "
+                             "the schedule)")
         return self
 
 
@@ -81,9 +89,24 @@ def offered_load(workload: Workload, cluster: Cluster) -> float:
     return float(np.max(work / (cluster.total * span)))
 
 
+def _sequential(workload: Workload) -> Workload:
+    """Each job waits for the previous job of its leaf (in arrival order)."""
+    last: dict[int, int] = {}
+    jobs = []
+    for job in workload.jobs:
+        jobs.append(replace(job, after=last.get(job.leaf, -1)))
+        last[job.leaf] = job.id
+    return replace(workload, jobs=tuple(jobs),
+                   source=f"{workload.source}; each leaf's jobs in sequence")
+
+
 def apply(workload: Workload, arrivals: Arrivals | None, cluster: Cluster) -> Workload:
     """``workload`` with its arrival gaps rescaled as ``arrivals`` says."""
     if arrivals is None:
+        return workload
+    if arrivals.sequential:
+        workload = _sequential(workload)
+    if arrivals.compress is None and arrivals.offered_load is None:
         return workload
     if arrivals.compress is not None:
         scale, what = 1.0 / arrivals.compress, f"compressed x{arrivals.compress:g}"

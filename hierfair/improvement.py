@@ -103,9 +103,10 @@ def response_time_improvement(jobs_a: pd.DataFrame, jobs_b: pd.DataFrame, *,
     b = _one_run(jobs_b, "jobs_b", need)
     shared = [c for c in WORKLOAD_COLUMNS if c in a and c in b]
     starts = ["first_start"] if "first_start" in a and "first_start" in b else []
-    keep = ["job", *shared, "submit", *starts, "finish"]
+    closed = ["after"] if "after" in a and "after" in b else []
+    keep = ["job", *shared, *closed, "submit", *starts, "finish"]
     both = a[keep].merge(b[keep], on="job", how="inner", suffixes=("_a", "_b"))
-    _same_workload(both, shared)
+    _same_workload(both, [*shared, *closed])
 
     done_a, done_b = both["finish_a"].notna(), both["finish_b"].notna()
     counts = {
@@ -122,11 +123,12 @@ def response_time_improvement(jobs_a: pd.DataFrame, jobs_b: pd.DataFrame, *,
     out = both[["job", *(f"{c}_a" for c in shared)]].rename(
         columns={f"{c}_a": c for c in shared})
     out["submit"] = both["submit_a"]
-    for col in (*starts, "finish"):
+    for col in ("submit", *starts, "finish"):
         out[f"{col}_a"] = both[f"{col}_a"]
         out[f"{col}_b"] = both[f"{col}_b"]
-    out["rt_a"] = out["finish_a"] - out["submit"]
-    out["rt_b"] = out["finish_b"] - out["submit"]
+    # each run's own arrival: a closed-loop job arrives when its predecessor ends
+    out["rt_a"] = out["finish_a"] - out["submit_a"]
+    out["rt_b"] = out["finish_b"] - out["submit_b"]
     out["earlier"] = out["finish_b"] - out["finish_a"]
     out["base"] = _base(out, relative_to)
     positive = out["base"].to_numpy() > 0
@@ -160,6 +162,8 @@ def _same_workload(both: pd.DataFrame, shared: Sequence[str]) -> None:
     """Raise unless every matched job has the same submit time (and name, leaf,
     task count) in both runs: otherwise "the same job" means nothing."""
     off = ~np.isclose(both["submit_a"], both["submit_b"], rtol=0.0, atol=_SUBMIT_TOL)
+    if "after_a" in both:  # a closed-loop job arrives when another ends: run-dependent
+        off &= both["after_a"].to_numpy() < 0
     if off.any():
         row = both[off].iloc[0]
         raise SpecError("the runs simulated different workloads: the same job has "

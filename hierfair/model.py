@@ -159,6 +159,10 @@ class Job:
     demand: np.ndarray  # per task, over the cluster's resources
     durations: np.ndarray  # one per task
     name: str = ""
+    #: A job (id) that must finish before this one is submitted: closed-loop
+    #: arrivals, "each leaf runs its next job as soon as the previous one
+    #: finishes" (H-DRF §5.2).  It then arrives at max(submit, that finish).
+    after: int = -1
 
     @property
     def n_tasks(self) -> int:

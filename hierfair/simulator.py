@@ -167,6 +167,11 @@ class Simulator:
         self._job_left = sizes.copy()
         self._job_first = np.full(n_jobs, np.nan)
         self._job_finish = np.full(n_jobs, np.nan)
+        self._job_arrival = np.full(n_jobs, np.nan)
+        self._released_by: dict[int, list[int]] = {}  # job -> jobs waiting for it
+        for job in workload.jobs:
+            if job.after >= 0:
+                self._released_by.setdefault(job.after, []).append(job.id)
         self._job_running = np.zeros(n_jobs, dtype=np.int64)
         self._job_alloc = np.zeros(n_jobs)  # time with >= 1 task running
         self._job_alloc_since = np.full(n_jobs, np.nan)
@@ -252,7 +257,7 @@ class Simulator:
         running = self._job_running[job]
         if running > 0:
             alloc += self._now - self._job_alloc_since[job]
-        alive = self._now - self._jobs[job].submit
+        alive = self._now - self._job_arrival[job]
         ran = self._job_ran[job] + running * self._now - self._job_start_sum[job]
         return float(alloc), float(max(0.0, alive - alloc)), float(ran)
 
@@ -264,8 +269,7 @@ class Simulator:
     def completed_jobs(self) -> np.ndarray:
         """Completion times (finish - submit) of the jobs finished so far."""
         done = ~np.isnan(self._job_finish)
-        submit = np.array([j.submit for j in self._jobs])
-        return (self._job_finish - submit)[done]
+        return (self._job_finish - self._job_arrival)[done]
 
     # -- running -------------------------------------------------------------
     def run(self) -> SimulationResult:
@@ -274,7 +278,8 @@ class Simulator:
             raise RuntimeError("this simulator was stepped by hand; build a new one to run")
         events = self._events
         for job in self._jobs:
-            heapq.heappush(events, (job.submit, _ARRIVAL, job.id, 0))
+            if job.after < 0:  # the others arrive when the job they wait for finishes
+                heapq.heappush(events, (job.submit, _ARRIVAL, job.id, 0))
         self._plan_faults()
         while events and self._unfinished:
             self._tick()
@@ -357,6 +362,7 @@ class Simulator:
         if self._task_state[lo:hi].count(_WAITING) != hi - lo:
             raise PolicyError(f"job {job_id} arrived twice")
         self._task_state[lo:hi] = bytes([_PENDING]) * (hi - lo)
+        self._job_arrival[job_id] = self._now
         self._pending[job.leaf] += job.n_tasks
         self._enqueue(job_id)
         self._notify(self.policy.on_job_arrival, job)
@@ -455,6 +461,9 @@ class Simulator:
         if self._job_left[job_id] == 0:
             self._job_finish[job_id] = self._now
             self.policy.on_job_completion(job)
+            for waiting in self._released_by.get(job_id, ()):
+                heapq.heappush(self._events, (max(self._now, self._jobs[waiting].submit),
+                                              _ARRIVAL, waiting, 0))
         self._overhead_ns += perf_counter_ns() - t0
 
     def _end_attempt(self, task: int, outcome: str) -> None:
@@ -608,7 +617,10 @@ class Simulator:
             "name": [j.name for j in jobs],
             "leaf": [self.hierarchy.paths[j.leaf] for j in jobs],
             "tasks": [j.n_tasks for j in jobs],
-            "submit": [j.submit for j in jobs],
+            # when the job arrived: its submit time, or later if it waited for
+            # another job (``after``); NaN if it never arrived
+            "submit": self._job_arrival,
+            "after": [j.after for j in jobs],
             "first_start": self._job_first,
             "finish": self._job_finish,
             "preemptions": self._job_preempted,

@@ -44,7 +44,8 @@ def test_offered_load_target_is_met():
 
 
 @pytest.mark.parametrize("arrivals, message", [
-    ({}, "give one of compress or offered_load"),
+    ({}, "give one of compress or offered_load, or sequential: true"),
+    ({"sequential": True, "offered_load": 1}, "offered_load needs open arrivals"),
     ({"compress": 2, "offered_load": 1}, "give one of compress or offered_load"),
     ({"compress": 0}, "workload.arrivals.compress: Input should be greater than 0"),
     ({"speed": 2}, "workload.arrivals.speed: unknown key; allowed here: compress, offered_load"),
@@ -107,3 +108,40 @@ def test_no_warning_when_schedules_differ(tmp_path):
     write_report(tmp_path)
     readme = (tmp_path / "README.md").read_text()
     assert "identical schedules" not in readme and "No run contended" not in readme
+
+
+def test_sequential_arrivals_wait_for_the_previous_job_of_their_leaf(tmp_path):
+    # A's two jobs: the second is submitted when the first ends (10 s of 3 waves).
+    chain = {"jobs": [
+        {"queue": "A", "tasks": 27, "demand": {"cpu": 1, "mem": 1}, "duration": 10},
+        {"queue": "A", "tasks": 1, "demand": {"cpu": 1, "mem": 1}, "duration": 5, "submit": 1},
+        {"queue": "B", "tasks": 1, "demand": {"cpu": 1, "mem": 1}, "duration": 5, "submit": 50},
+    ], "arrivals": {"sequential": True}}
+    exp = experiment(workload=chain)
+    assert [j.after for j in exp.workload(0).jobs] == [-1, 0, -1]
+    sweep(spec_with(workload=chain, algorithms=["fifo"]), tmp_path, jobs=1)
+    jobs = pd.read_parquet(tmp_path / "t" / "jobs.parquet").set_index("job")
+    # 27 unit tasks on 9 CPUs: three waves of 10 s; job 1 arrives at 30, not at 1
+    assert jobs.loc[0, "finish"] == 30.0
+    assert jobs.loc[1, "submit"] == 30.0 and jobs.loc[1, "finish"] == 35.0
+    assert jobs.loc[2, "submit"] == 50.0  # B's first job keeps its own submit time
+    assert jobs["after"].tolist() == [-1, 0, -1]
+
+
+def test_closed_loop_improvement_can_exceed_100_percent(tmp_path):
+    # H-DRF §5.2 footnote 8: a job that starts much earlier under A than under B.
+    from hierfair.improvement import improvement_between
+
+    chain = {"jobs": [
+        {"queue": "B", "tasks": 18, "demand": {"cpu": 1, "mem": 1}, "duration": 10},
+        {"queue": "A", "tasks": 8, "demand": {"cpu": 1, "mem": 1}, "duration": 10},
+        {"queue": "B", "tasks": 1, "demand": {"cpu": 1, "mem": 1}, "duration": 1},
+    ], "arrivals": {"sequential": True}}
+    sweep(spec_with(workload=chain, algorithms=["fifo", "drf"]), tmp_path, jobs=1)
+    jobs = improvement_between(tmp_path / "t", "fifo", "drf").set_index("job")
+    # fifo runs B's 18 tasks first (0-20), then A's 8 on 8 CPUs beside B's second
+    # job (20-21); drf shares the 9 CPUs with A, so B's first job ends at 30 and
+    # its second runs 30-31: 10 s earlier, as a percentage of its 1 s under drf.
+    assert jobs.loc[2, ["submit_a", "finish_a", "submit_b", "finish_b"]].tolist() == \
+        [20.0, 21.0, 30.0, 31.0]
+    assert jobs.loc[2, "improvement"] == pytest.approx(1000.0)
