@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 
 reproduce: $(STAMP)
 	$(BIN)/hierfair run experiments/*.yaml --out reports
-	$(BIN)/hierfair report reports
+	$(BIN)/hierfair report reports --catalogue docs/reproductions.md
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

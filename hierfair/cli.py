@@ -94,6 +94,9 @@ def _parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="figures and a README.md for a results folder")
     rep.add_argument("folder", nargs="?", default="reports", metavar="DIR")
+    rep.add_argument("--catalogue", metavar="FILE", default=None, type=Path,
+                     help="open with every claim of this catalogue (docs/reproductions.md) "
+                     "and what checks it")
     rep.set_defaults(func=_report)
 
     a = sub.add_parser("allocate", parents=[data_dir],
@@ -233,7 +236,7 @@ def _print_verdicts(name: str, verdicts: list[dict]) -> None:
 def _report(args: argparse.Namespace) -> int:
     from hierfair.report import write_report
 
-    print(write_report(Path(args.folder)))
+    print(write_report(Path(args.folder), catalogue=args.catalogue))
     return 0
 
 

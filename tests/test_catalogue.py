@@ -1,0 +1,66 @@
+"""The catalogue of the papers' claims and its place at the top of the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hierfair.catalogue import catalogue_table, read_catalogue
+from hierfair.report import write_report
+from hierfair.spec import read_yaml
+from hierfair.sweep import sweep
+
+from .conftest import EXPERIMENTS, ROOT, spec_with
+
+CATALOGUE = ROOT / "docs" / "reproductions.md"
+
+
+def test_the_catalogue_lists_every_paper_with_unique_ids():
+    items = read_catalogue(CATALOGUE)
+    ids = [item.id for item in items]
+    assert len(ids) == len(set(ids)) >= 80
+    assert {i.split("-")[0] for i in ids} == {"hdrf", "mch", "dff", "drf", "pdrf"}
+    assert all(item.claim for item in items)
+
+
+def test_every_claim_id_in_the_specs_is_in_the_catalogue():
+    known = {item.id for item in read_catalogue(CATALOGUE)}
+    for path in sorted(EXPERIMENTS.glob("**/*.yaml")):
+        for claim in read_yaml(path).get("claims") or []:
+            if claim.get("id"):
+                assert claim["id"] in known, (path.name, claim["id"])
+
+
+def test_the_report_opens_with_every_item_checked_or_not(tmp_path):
+    data = spec_with(algorithms=["drf"], claims=[{
+        "id": "drf-sec41-example", "claim": "A gets 3 tasks", "source": "DRF §4.1",
+        "published": "3 tasks", "checks": [
+            {"algorithm": "drf", "node": "A", "resource": "tasks", "equals": 3}]}])
+    sweep(data, tmp_path, jobs=1)
+    write_report(tmp_path, catalogue=CATALOGUE)
+    readme = (tmp_path / "README.md").read_text()
+    items = read_catalogue(CATALOGUE)
+    assert f"{len(items)} checkable statements" in readme
+    assert f"1 checked at the paper's own setting, 0 only by a proxy, {len(items) - 1} not " \
+        "checked yet" in readme
+    row = next(line for line in readme.splitlines() if line.startswith("| `drf-sec41-example`"))
+    assert "[t](#t), faithful" in row and "| 3 tasks |" in row and row.endswith("| holds |")
+    assert sum(line.endswith("| not checked | — | — |") for line in readme.splitlines()) \
+        == len(items) - 1
+
+
+def test_a_small_catalogue_by_hand(tmp_path: Path):
+    text = ("# x\n\n### `a-1` — §1 · missing\n- **Claim.** It holds,\n  mostly.\n"
+            "- **Published.** 42 %\n- **Setting.** any\n\n### `a-2` — §2 · proxy\n"
+            "- **Claim.** Another.\n")
+    path = tmp_path / "c.md"
+    path.write_text(text)
+    a1, a2 = read_catalogue(path)
+    assert (a1.id, a1.where, a1.claim, a1.published) == ("a-1", "§1", "It holds, mostly.", "42 %")
+    assert (a2.id, a2.label, a2.published) == ("a-2", "proxy", "")
+    verdict = {"id": "a-2", "proxy": "smaller", "published": "", "checks": [
+        {"algorithm": "x", "measured": 1.0}], "verdict": "refuted"}
+    rows = catalogue_table([a1, a2], [("s", verdict)], lambda v: v["verdict"],
+                           lambda c: str(c["measured"]))
+    assert "0 checked at the paper's own setting, 1 only by a proxy, 1 not checked yet" in rows[2]
+    assert rows[-2] == ("| `a-2` | §2 | Another. | — | [s](#s), proxy: smaller | x 1.0 | "
+                        "refuted |")
