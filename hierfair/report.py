@@ -24,6 +24,7 @@ import seaborn as sns  # noqa: E402
 
 from hierfair.catalogue import catalogue_table, read_catalogue  # noqa: E402
 from hierfair.claims import (  # noqa: E402
+    _aggregate,
     count_verdicts,
     expected_verdict,
     read_verdicts,
@@ -91,6 +92,7 @@ def section(folder: Path) -> str:
     lines.append("|" + "---|" * len(table.columns))
     for _, row in table.iterrows():
         lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+    lines += seed_summary(runs)
     verdicts = read_verdicts(folder)
     if verdicts:
         lines += ["", "Published claims:", ""]
@@ -107,6 +109,31 @@ def section(folder: Path) -> str:
     if (folder / "shares.png").exists():
         lines += ["", f"![dominant shares]({folder.name}/shares.png)"]
     return "\n".join(lines) + "\n"
+
+
+SEED_METRICS = ("makespan", "wait_mean", "completion_mean", "wait_median_mice")
+
+
+def seed_summary(runs: pd.DataFrame) -> list[str]:
+    """Per algorithm and grid point, the mean over seeds with a 95 % interval
+    (only when some label ran more than one seed)."""
+    ok = runs[runs["status"] == "ok"]
+    grid = [c for c in ok.columns if "." in c or "[" in c]
+    keys = ["label", *grid]
+    if ok.empty or ok.groupby(keys, dropna=False).size().max() < 2:
+        return []
+    metrics = [m for m in SEED_METRICS if m in ok and ok[m].notna().any()]
+    lines = ["", "Across seeds (mean ± half-width of the 95 % interval):", "",
+             "| " + " | ".join([*keys, "seeds", *metrics]) + " |",
+             "|" + "---|" * (len(keys) + 1 + len(metrics))]
+    for key, group in ok.groupby(keys, dropna=False, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        cells = [_cell(k) for k in key] + [str(len(group))]
+        for m in metrics:
+            agg = _aggregate(group[m].dropna().tolist()) if group[m].notna().any() else None
+            cells.append("—" if agg is None else f"{_cell(agg.value)} ± {_cell(agg.ci95)}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def separation_warning(folder: Path, runs: pd.DataFrame) -> list[str]:

@@ -145,3 +145,19 @@ def test_closed_loop_improvement_can_exceed_100_percent(tmp_path):
     assert jobs.loc[2, ["submit_a", "finish_a", "submit_b", "finish_b"]].tolist() == \
         [20.0, 21.0, 30.0, 31.0]
     assert jobs.loc[2, "improvement"] == pytest.approx(1000.0)
+
+
+def test_the_report_gives_means_and_intervals_over_seeds(tmp_path):
+    data = spec_with(workload={"kind": "facebook-bins", "jobs": 5, "small_queues": ["A"],
+                               "large_queues": ["B"], "gpu_queues": [], "max_tasks": 30,
+                               "large_threshold": 20},
+                     algorithms=["drf", "fifo"], seeds=[0, 1, 2])
+    frame = sweep(data, tmp_path, jobs=1)
+    write_report(tmp_path)
+    readme = (tmp_path / "README.md").read_text()
+    assert "Across seeds (mean ± half-width of the 95 % interval)" in readme
+    from hierfair.claims import _aggregate
+
+    drf = _aggregate(frame[frame["label"] == "drf"]["makespan"].tolist())
+    row = next(line for line in readme.splitlines() if line.startswith("| drf | 3 |"))
+    assert row.split(" | ")[2].startswith(f"{drf.value:.4g} ± ")
