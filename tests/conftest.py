@@ -50,3 +50,19 @@ def traces() -> Path:
         pytest.skip(f"no trace folder at {TRACES}: clone hierfair beside the shared/ folder "
                     "(see ../shared/traces/PROVENANCE.md) to run trace tests")
     return TRACES
+
+
+@pytest.fixture
+def broken_fifo(monkeypatch):
+    """Every run of ``fifo`` fails with a bug: once the plan has validated a
+    spec, only a bug (or a timeout) can make a run fail."""
+    from hierfair import sweep as sweep_module
+
+    real = sweep_module.make_policy
+
+    def broken(name, params=None):
+        if name == "fifo":
+            raise ZeroDivisionError("a bug in a policy")
+        return real(name, params)
+
+    monkeypatch.setattr(sweep_module, "make_policy", broken)

@@ -128,19 +128,9 @@ def test_the_report_opens_with_the_verdicts(tmp_path):
     assert "| drf | A tasks | = 3 ± 1e-06 | 3 | yes |" in text
 
 
-def test_a_claim_over_failed_or_timed_out_runs_is_na(tmp_path, monkeypatch, capsys):
-    from hierfair import sweep as sweep_module
-
+def test_a_claim_over_failed_or_timed_out_runs_is_na(tmp_path, broken_fifo):
     from .conftest import spec_with
 
-    real = sweep_module.make_policy
-
-    def broken(name, params=None):
-        if name == "fifo":
-            raise ZeroDivisionError("a bug")
-        return real(name, params)
-
-    monkeypatch.setattr(sweep_module, "make_policy", broken)
     data = spec_with(algorithms=["drf", "fifo"], seeds=[0, 1], claims=[
         {"claim": "fifo is slower", "source": "nowhere",
          "checks": [{"algorithm": "fifo", "metric": "makespan", "above": "drf"}]},

@@ -256,14 +256,8 @@ def test_validate_announces_a_fallback(tmp_path, capsys, monkeypatch):
     assert captured.err.startswith(f"hierfair: note: {spec}: SWIM file nowhere.tsv not found")
 
 
-def test_an_error_inside_a_run_is_printed_once(tmp_path, capsys, monkeypatch):
-    from hierfair import sweep as sweep_module
-
-    def broken(name, params=None):
-        raise ZeroDivisionError("a bug in a policy")
-
-    monkeypatch.setattr(sweep_module, "make_policy", broken)
-    path = write(tmp_path, spec_with())
+def test_an_error_inside_a_run_is_printed_once(tmp_path, capsys, broken_fifo):
+    path = write(tmp_path, spec_with(algorithms=["drf", "fifo"]))
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--jobs", "1"]) == 1
     assert capsys.readouterr().err.count("a bug in a policy") == 1
 

@@ -16,7 +16,6 @@ import pytest
 import yaml
 
 import hierfair
-from hierfair import sweep as sweep_module
 from hierfair.cli import main
 from hierfair.errors import SpecError
 from hierfair.results import WALL_CLOCK_COLUMNS, atomic_path, remove_stale_temporaries
@@ -121,16 +120,7 @@ def test_a_bad_grid_point_is_refused_before_any_run(tmp_path):
 
 
 def test_failures_and_timeouts_are_recorded_and_the_sweep_goes_on(tmp_path, capsys,
-                                                                   monkeypatch):
-    # A run can only fail through a bug once the plan has validated it: make one.
-    real = sweep_module.make_policy
-
-    def broken(name, params=None):
-        if name == "fifo":
-            raise ZeroDivisionError("a bug in a policy")
-        return real(name, params)
-
-    monkeypatch.setattr(sweep_module, "make_policy", broken)
+                                                                   monkeypatch, broken_fifo):
     frame = sweep(spec_with(algorithms=["drf", "fifo"], seeds=[0, 1]), tmp_path, jobs=1)
     assert (frame["status"] == "ok").sum() == 2
     failed = frame[frame["status"] == "failed"]
