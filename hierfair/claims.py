@@ -296,6 +296,8 @@ class _Measurer:
             if column not in runs:
                 raise SpecError("no such column in runs.parquet", where=f"{where}.where",
                                 value=column)
+            if isinstance(value, list | dict):  # runs.parquet keeps such grid values as JSON
+                value = json.dumps(value)
             # an empty cell: the column does not describe this run (another
             # algorithm's grid parameter), so the condition does not exclude it
             rows = rows[(rows[column] == value) | rows[column].isna()]

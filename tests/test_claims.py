@@ -156,3 +156,17 @@ def test_seeds_give_a_mean_and_a_95_percent_interval():
     five = _aggregate([1.0, 2.0, 3.0, 4.0, 5.0])
     # mean 3, sample sd sqrt(2.5), t(0.975, 4) = 2.776
     assert five.value == 3.0 and five.ci95 == pytest.approx(2.776 * np.sqrt(2.5) / np.sqrt(5))
+
+
+def test_where_accepts_a_list_valued_grid_point(tmp_path):
+    from .conftest import spec_with
+
+    data = spec_with(algorithms=["drf"], workload={"jobs": [
+        {"queue": "A", "tasks": 2, "demand": {"cpu": 1}, "duration": [1, 1]}]},
+        grid={"workload.jobs[0].duration": [[1, 1], [5, 5]]},
+        claims=[{"claim": "short tasks end at 1 s", "source": "here", "checks": [
+            {"algorithm": "drf", "metric": "makespan", "equals": 1,
+             "where": {"workload.jobs[0].duration": [1, 1]}}]}])
+    sweep(data, tmp_path, jobs=1)
+    verdict, = json.loads((tmp_path / "t" / "claims.json").read_text())
+    assert verdict["verdict"] == "holds" and verdict["checks"][0]["measured"] == 1.0
