@@ -196,7 +196,7 @@ def test_swim_bad_line_names_file_line_and_field(traces, tmp_path, capsys):
     spec.write_text(yaml.safe_dump(_swim_spec(files=[str(broken)])))
     assert main(["validate", str(spec)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == (f"hierfair: error: {broken}: line 7: field map_input_bytes: not a "
+    assert err == (f"hierfair: error: {broken}: line 7: field map_input_bytes: not a finite "
                    "non-negative number (use on_bad_line: skip to drop such lines) (got '12x4')")
     skip = build_experiment(_swim_spec(files=[str(broken)], on_bad_line="skip")).workload(0)
     assert "1 bad lines skipped" in skip.source
@@ -238,7 +238,7 @@ def test_google_jobs_have_real_durations_and_demands(traces):
 def test_google_sample_by_seed(traces):
     exp = load_spec(EXPERIMENTS / "google-2011.yaml", data_dir=str(traces))
     a, b = exp.workload(0), exp.workload(1)
-    assert len(a.jobs) == 300 and "Google cluster-data 2011" in a.source
+    assert len(a.jobs) == 80 and "Google cluster-data 2011" in a.source
     assert {j.name for j in a.jobs} != {j.name for j in b.jobs}
     again = load_spec(EXPERIMENTS / "google-2011.yaml", data_dir=str(traces)).workload(0)
     assert [j.name for j in again.jobs] == [j.name for j in a.jobs]

@@ -28,12 +28,16 @@ def faulty_spec(draw):
         "drf", "pdrf", "hdrf-preemptive",
         {"name": "pdrf", "params": {"p": 0.2, "alpha": 0.5, "beta": 1}}]))
     data["algorithms"] = [algorithm]
-    # Preempting after 1 s of run time livelocks a 20-s task under restart (it
-    # never gets to finish) and under a 2-s checkpoint overhead (each resume
-    # adds more than it ran): that PDRF setting is drawn with free checkpoints.
+    # PDRF can livelock under restart: its threshold min(mean finish time /
+    # queue length, beta) falls below a task's length once short jobs end, and
+    # the task is preempted before it can finish, forever (a finding, found by
+    # this test even at the default alpha 2, beta 60; docs/algorithms.md,
+    # "pdrf").  A 2-s checkpoint overhead livelocks the aggressive setting too.
+    # So PDRF is drawn with checkpoints, the aggressive one with free ones.
     aggressive = isinstance(algorithm, dict)
+    pdrf = aggressive or algorithm == "pdrf"
     data["preemption"] = {
-        "mode": draw(st.sampled_from(["checkpoint"] if aggressive else ["restart", "checkpoint"])),
+        "mode": draw(st.sampled_from(["checkpoint"] if pdrf else ["restart", "checkpoint"])),
         "overhead": draw(st.sampled_from([0] if aggressive else [0, 2]))}
     outages = [{"server": draw(st.integers(0, n_servers - 1)), "at": draw(st.integers(0, 40)),
                 "repair": draw(st.integers(1, 30))} for _ in range(draw(st.integers(0, 3)))]
@@ -92,15 +96,19 @@ def test_pdrf_at_p1_without_preemption_is_drf():
 
 
 def test_pdrf_lowers_the_wait_of_mice(tmp_path):
-    runs = run_experiment(load_spec(EXPERIMENTS / "hogs-and-mice.yaml"), tmp_path, jobs=2)
-    drf = runs[runs["label"] == "drf"].iloc[0]
-    pdrf = runs[runs["label"] == "pdrf"].set_index("algorithms[2].params.p")
+    data = read_yaml(EXPERIMENTS / "hogs-and-mice.yaml")
+    data["seeds"] = [0]  # the spec's claims check all ten (test_claims)
+    runs = run_experiment(build_experiment(data), tmp_path, jobs=2).set_index("label")
+    drf = runs.loc["drf"]
+    pdrf = runs.loc[["pdrf", "pdrf-p0.25", "pdrf-p1"]]  # with preemption, p = 0.5, 0.25, 1
     assert (pdrf["wait_median_mice"] < drf["wait_median_mice"] / 2).all()
     assert (pdrf["preemptions"] > 0).all() and (pdrf["wasted_work"] > 0).all()
     # the trade-off: mice gain, hogs wait longer than under DRF
     assert (pdrf["wait_median_hogs"] >= drf["wait_median_hogs"]).all()
-    plain = runs[runs["label"] == "pdrf-no-preempt"].iloc[0]
-    assert plain["wait_median_mice"] == drf["wait_median_mice"]
+    # the blend alone (no preemption) neither preempts nor wastes work
+    blend = runs.loc[["pdrf-blend", "pdrf-blend-p0.25"]]
+    assert (blend["preemptions"] == 0).all() and (blend["wasted_work"] == 0).all()
+    assert runs.loc["pdrf-no-preempt", "wait_median_mice"] == drf["wait_median_mice"]
 
 
 def test_server_failure_restarts_tasks_elsewhere(tmp_path):

@@ -28,6 +28,7 @@ MACHINE = set(WALL_CLOCK_COLUMNS) | {"code_version", "git_commit"}
 
 SWEEP = {  # 12 runs, each a fraction of a second
     **read_yaml(EXPERIMENTS / "sweep-example.yaml"),
+    "seeds": [0, 1],
     "grid": {"hierarchy.levels": [2, 3, 4], "workload.jobs": [40]},
 }
 
