@@ -18,8 +18,17 @@ nodes* -- every non-blocked demanding child's consumption vector is scaled so
 that its weighted dominant share equals the smallest among them; (2)
 *ignoring blocked nodes* -- blocked children are neither used for the minimum
 nor rescaled, only added; and (3) saturated resources are left out of
-dominant shares.  ``hdrf-rescale-only`` keeps (1) and drops (2) and (3): the
-intermediate algorithm the paper shows failing on Fig. 5.
+dominant shares.  With whole tasks, what is blocked, saturated and rescaled
+is open to reading; the ``attribution`` parameter names four
+(:class:`HDRFParams`): ``literal`` (Algorithms 2-4 as printed),
+``blocked-fits`` (hdrf's reading before issue 11), ``frozen`` and
+``literal-frozen``, the default: Algorithm 2's W, Y and A as printed with
+blocked children scaled down to the minimum and every resource counted --
+the one reading that keeps the share guarantee and converges to static H-DRF
+after churn on every random tree and counterexample we measured
+(benchmarks/hdrf_readings.py, docs/algorithms.md).
+``hdrf-rescale-only`` keeps (1) and drops (2) and (3): the intermediate
+algorithm the paper shows failing on Fig. 5.
 
 See docs/algorithms.md for every reading we made of the paper.
 """
@@ -30,7 +39,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from hierfair.model import Hierarchy, Workload
 from hierfair.policy import (
@@ -64,9 +73,12 @@ def rescaled_shares(tree: TreeView, alloc: np.ndarray, in_set: np.ndarray,
 
     With ``demanding`` None (the paper's rule) the children in the set are
     rescaled to the minimum and the others added as they are.  With
-    ``demanding`` given (the *frozen* rule, docs/algorithms.md) every
-    demanding child is scaled *down* to the minimum, never up: a blocked child
-    counts with what it held when the resources now being allocated saturated.
+    ``demanding`` given (the *frozen* rule, docs/algorithms.md) every child
+    -- blocked, non-demanding or not -- is scaled *down* to the minimum,
+    never up, and below a node with no child in the set the minimum is taken
+    over its demanding children: a blocked child counts with what it held
+    when the resources now being allocated saturated, and a child that
+    stopped demanding with no more than its siblings' level.
 
     Weights enter the rescaling: a child of weight ``w_c`` is scaled to
     dominant share ``w_c * M`` where ``M`` is the smallest *weighted* share
@@ -89,7 +101,11 @@ def rescaled_shares(tree: TreeView, alloc: np.ndarray, in_set: np.ndarray,
             ok = sel & (s > 0)
             scale[ok] = least[par[ok]] * w[nodes[ok]] / s[ok]
         else:
-            ok = demanding[nodes] & (s > 0) & np.isfinite(least[par])
+            dem = demanding[nodes]
+            fallback = np.full(n, np.inf)
+            np.minimum.at(fallback, par[dem], s[dem] / w[nodes[dem]])
+            least = np.where(np.isfinite(least), least, fallback)
+            ok = (s > 0) & np.isfinite(least[par])
             scale[ok] = np.minimum(1.0, least[par[ok]] * w[nodes[ok]] / s[ok])
         U[np.unique(par)] = 0.0
         np.add.at(U, par, U[nodes] * scale[:, None])
@@ -97,47 +113,143 @@ def rescaled_shares(tree: TreeView, alloc: np.ndarray, in_set: np.ndarray,
     return share
 
 
+#: The readings of Algorithms 2-4 (docs/algorithms.md, "hdrf"); ``paper`` is
+#: the old name of ``blocked-fits`` and still accepted.
+Reading = Literal["frozen", "literal", "blocked-fits", "literal-frozen"]
+OLD_NAMES: dict[str, str] = {"paper": "blocked-fits"}
+
+
 class HDRFParams(Strict):
-    #: "paper": Algorithm 3 as written.  "frozen": scale every demanding
-    #: child down to the minimum and count saturated resources -- the reading
-    #: under which Theorem 1 holds (docs/algorithms.md, "hdrf").
-    attribution: Literal["paper", "frozen"] = "paper"
+    #: How Algorithm 3 attributes consumption to internal nodes
+    #: (docs/algorithms.md, "hdrf", with the measurements behind the default).
+    #: "literal": Algorithms 2-4 as printed -- Y is the support of the
+    #: released vector W, A the demanding leaves that use only resources in Y.
+    #: "blocked-fits" (formerly "paper"): a leaf is blocked when its next task
+    #: cannot be placed, Y the resources some placeable task asks for.
+    #: "frozen": blocked-fits's set, every child scaled *down* to the minimum,
+    #: every resource counted.
+    #: "literal-frozen" (default): literal's W, Y and A with frozen's scaling.
+    attribution: Reading = "literal-frozen"
+
+    @field_validator("attribution", mode="before")
+    @classmethod
+    def _old_name(cls, value: object) -> object:
+        return OLD_NAMES.get(value, value) if isinstance(value, str) else value
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """What Algorithm 3 needs from a reading: the leaves whose shares set the
+    minimum ``M`` (the non-blocked ones, the paper's set A), the resources
+    that count in dominant shares (the paper's Y), whether the children
+    outside the set are scaled down to ``M`` too (``frozen``), and the leaves
+    Algorithm 4 may serve (``literal``: those that can use ``W``)."""
+
+    in_set: np.ndarray  # per node (leaf rows set), bool
+    counted: np.ndarray  # per resource, bool
+    down_only: bool = False
+    reachable: np.ndarray | None = None  # per node; None: every leaf whose task fits
 
 
 class DynamicHDRF(TreeWalkPolicy):
     """Dynamic H-DRF (H-DRF §3.4, Algorithms 2-4); the reference implementation.
 
-    Per decision: find the saturated resources and the blocked leaves,
-    recompute every node's rescaled dominant share (Algorithm 3), then walk
-    from the root to the schedulable child with the lowest weighted share
-    (Algorithm 4).  Cost: O(n * m) per decision for n nodes, m resources.
+    Per decision: the reading (:meth:`attribution`, chosen by the
+    ``attribution`` parameter) says which leaves are not blocked, which
+    resources count and which leaves may be served; Algorithm 3 rescales
+    every node's consumption from those (:func:`rescaled_shares`); the shared
+    walk steps from the root to the schedulable child with the lowest
+    weighted share (Algorithm 4).  Cost: O(n * m) per decision for n nodes,
+    m resources.
     """
 
     name: ClassVar[str] = "hdrf"
     description: ClassVar[str] = ("dynamic H-DRF: rescale to the minimum non-blocked child, "
                                   "ignore blocked nodes and saturated resources (H-DRF Alg. 2-4)")
     Params: ClassVar[type[BaseModel]] = HDRFParams
-    #: False gives the rescaling-only intermediate of §3.4.
-    ignore_blocked: ClassVar[bool] = True
+
+    def attach(self, state: SchedulerState) -> None:
+        super().attach(state)
+        #: W of Algorithm 2 under churn: what tasks released since the last
+        #: round ended (zero once a round has allocated what it could).
+        self._released = np.zeros(len(self.total))
+        self._attribution: Attribution
+
+    def on_task_finish(self, leaf: int, demand: np.ndarray) -> None:
+        super().on_task_finish(leaf, demand)
+        self._released += demand
+
+    def leaf_status(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The shared status, with this decision's attribution fixed and the
+        leaves it may not serve taken out of ``fits``."""
+        demanding, fits, demand = super().leaf_status()
+        self._attribution = a = self.attribution(demanding, fits, demand)
+        return demanding, fits if a.reachable is None else fits & a.reachable, demand
+
+    def select(self) -> int | None:
+        leaf = super().select()
+        if leaf is None:  # the round is over: what was released is allocated
+            self._released[:] = 0.0
+        return leaf
 
     def scores(self, demanding: np.ndarray, fits: np.ndarray,
                demand: np.ndarray) -> np.ndarray:
-        leaf_demanding = demanding & self.tree.is_leaf
-        frozen = getattr(self.params, "attribution", "paper") == "frozen"
-        if not self.ignore_blocked:
-            in_set, inv = leaf_demanding, self.inv_total
-        else:
-            # Blocked: the leaf's next task cannot be placed now (the discrete
-            # form of "a resource it requires is saturated"; docs/algorithms.md).
-            in_set = leaf_demanding & fits
-            if frozen:
-                inv = self.inv_total
-            else:
-                unsaturated = unsaturated_resources(demand, leaf_demanding & fits)
-                inv = np.where(unsaturated, self.inv_total, 0.0)
-        share = rescaled_shares(self.tree, self.state.alloc, in_set, inv,
-                                demanding if frozen else None)
+        a = self._attribution
+        inv = np.where(a.counted, self.inv_total, 0.0)
+        share = rescaled_shares(self.tree, self.state.alloc, a.in_set, inv,
+                                demanding if a.down_only else None)
         return share / self.tree.weights
+
+    # -- the readings ----------------------------------------------------------
+    def attribution(self, leaf_demanding: np.ndarray, fits: np.ndarray,
+                    demand: np.ndarray) -> Attribution:
+        """The reading the ``attribution`` parameter names, from the demanding
+        leaves, whether their next task fits, and its demand vector."""
+        reading = self.params.attribution  # type: ignore[attr-defined]
+        return getattr(self, "_" + reading.replace("-", "_"))(leaf_demanding, fits, demand)
+
+    def _literal(self, leaf_demanding: np.ndarray, fits: np.ndarray,
+                 demand: np.ndarray) -> Attribution:
+        """Algorithms 2-4 as printed.  ``W``, the resources to allocate, is
+        what tasks released since the last round (a task's vector, under
+        churn); ``Y`` = the nonzero resources of ``W``; ``A`` = the demanding
+        leaves that use only resources in ``Y`` (whether or not their next
+        task fits), and only they can "be scheduled using W" (Algorithm 4).
+        When no leaf of ``A`` can place its task -- nothing was released (the
+        first fill, arrivals), or what was is allocated -- ``W`` is every free
+        resource, so a resource leaves ``Y`` once it is fully used."""
+        for w in (self._released, self.state.free_total):
+            y = w > TIE * self.total
+            usable = leaf_demanding & ~(demand[:, ~y] > 0).any(axis=1)
+            if (usable & fits).any():
+                break
+        return Attribution(usable, y, reachable=usable)
+
+    def _blocked_fits(self, leaf_demanding: np.ndarray, fits: np.ndarray,
+                      demand: np.ndarray) -> Attribution:
+        """Blocked: the leaf's next task cannot be placed now (the discrete form
+        of "a resource it requires is saturated"); ``Y``: the resources some
+        placeable pending task asks for (:func:`unsaturated_resources`)."""
+        placeable = leaf_demanding & fits
+        return Attribution(placeable, unsaturated_resources(demand, placeable))
+
+    def _frozen(self, leaf_demanding: np.ndarray, fits: np.ndarray,
+                demand: np.ndarray) -> Attribution:
+        """``blocked-fits``'s set, every resource counted, and every child
+        scaled down (never up) to the minimum: a blocked child counts with at
+        most what it held when its resources saturated, one that stopped
+        demanding with at most its siblings' level."""
+        return Attribution(leaf_demanding & fits, np.ones(len(self.total), dtype=bool),
+                           down_only=True)
+
+    def _literal_frozen(self, leaf_demanding: np.ndarray, fits: np.ndarray,
+                        demand: np.ndarray) -> Attribution:
+        """``literal``'s W, A and the leaves it may serve, with ``frozen``'s
+        attribution: every resource counted, every child scaled down (never
+        up) to the minimum of A."""
+        lit = self._literal(leaf_demanding, fits, demand)
+        return Attribution(lit.in_set, np.ones(len(self.total), dtype=bool), down_only=True,
+                           reachable=lit.reachable)
 
 
 class RescaleOnlyHDRF(DynamicHDRF):
@@ -150,7 +262,10 @@ class RescaleOnlyHDRF(DynamicHDRF):
     name: ClassVar[str] = "hdrf-rescale-only"
     description: ClassVar[str] = ("H-DRF with rescaling but without ignoring blocked nodes "
                                   "(the §3.4 intermediate that fails on Fig. 5)")
-    ignore_blocked: ClassVar[bool] = False
+
+    def attribution(self, leaf_demanding: np.ndarray, fits: np.ndarray,
+                    demand: np.ndarray) -> Attribution:
+        return Attribution(leaf_demanding, np.ones(len(self.total), dtype=bool))
 
 
 def unsaturated_resources(demand: np.ndarray, placeable: np.ndarray) -> np.ndarray:
