@@ -40,7 +40,9 @@ class SlotIndex:
     """Placement by slots: the same interface as :class:`~hierfair.placement.ServerIndex`.
 
     ``free_total`` is capacity minus *committed* demand and goes negative when
-    servers are over-subscribed, so recorded utilisation can exceed 1.
+    servers are over-subscribed, so recorded utilisation can exceed 1.  A task
+    takes a slot only on a server that has every resource it asks for (a GPU
+    task never lands on a server without GPUs, however many slots it has).
     """
 
     def __init__(self, capacities: np.ndarray, k: int, penalty: np.ndarray) -> None:
@@ -49,21 +51,38 @@ class SlotIndex:
         self.free_total = self.total.copy()
         self.committed = np.zeros_like(self.capacity)
         self.slots = [k] * self.capacity.shape[0]
-        self._open = list(range(self.capacity.shape[0]))  # min-heap of servers with a slot
+        # one min-heap of servers with a free slot per set of resources they have
+        has = self.capacity > 0
+        self._kind = [tuple(row) for row in has]
+        self._open: dict[tuple[bool, ...], list[int]] = {}
+        for server, kind in enumerate(self._kind):
+            self._open.setdefault(kind, []).append(server)
         self._penalty = penalty  # per resource, 0 where over-commit costs nothing
         self.release_epoch = 0
         self._held: dict[int, int] = {}  # free slots of servers that are down
 
-    def _first_open(self) -> int | None:
-        while self._open and self.slots[self._open[0]] == 0:
-            heapq.heappop(self._open)
-        return self._open[0] if self._open else None
+    def _first_open(self, demand: np.ndarray) -> int | None:
+        """The lowest-numbered server with a free slot and every resource
+        ``demand`` asks for."""
+        best = None
+        needs = demand > 0
+        for kind, heap in self._open.items():
+            if not all(k for k, n in zip(kind, needs) if n):
+                continue
+            while heap and self.slots[heap[0]] == 0:
+                heapq.heappop(heap)
+            if heap and (best is None or heap[0] < best):
+                best = heap[0]
+        return best
+
+    def _reopen(self, server: int) -> None:
+        heapq.heappush(self._open[self._kind[server]], server)
 
     def fits(self, demand: np.ndarray) -> bool:
-        return self._first_open() is not None
+        return self._first_open(demand) is not None
 
     def choose(self, demand: np.ndarray) -> int | None:
-        return self._first_open()
+        return self._first_open(demand)
 
     @property
     def saturated(self) -> np.ndarray:
@@ -76,7 +95,7 @@ class SlotIndex:
 
     def release(self, server: int, demand: np.ndarray) -> None:
         if self.slots[server] == 0:
-            heapq.heappush(self._open, server)
+            self._reopen(server)
         self.slots[server] += 1
         self.committed[server] -= demand
         self.free_total += demand
@@ -89,7 +108,7 @@ class SlotIndex:
 
     def set_up(self, server: int) -> None:
         if self.slots[server] == 0 and self._held.get(server, 0) > 0:
-            heapq.heappush(self._open, server)
+            self._reopen(server)
         self.slots[server] = self._held.pop(server, self.slots[server])
         self.free_total += self.capacity[server] - self.committed[server]
         self.release_epoch += 1

@@ -68,6 +68,13 @@ class CheckSpec(Strict):
     #: (``leaf`` keeps one leaf's), seeds are averaged.
     improvement_over: str | None = None
     leaf: str | None = None
+    #: With ``metric``: the ratio of ``algorithm``'s value to this label's, run
+    #: by run (same seed and grid point), then averaged over seeds.
+    relative_to: str | None = None
+    #: With ``metric``: divide by the runs these conditions select (of
+    #: ``relative_to``, or else of the same label), paired by seed -- a growth
+    #: between grid points, e.g. from 2 to 5 levels.
+    baseline_where: dict[str, Any] | None = None
     where: dict[str, Any] = Field(default_factory=dict)
     equals: float | None = None
     tol: NonNegativeFloat = 1e-6
@@ -82,6 +89,9 @@ class CheckSpec(Strict):
                              "column) or improvement_over (another algorithm's label)")
         if self.equals is None and self.below is None and self.above is None:
             raise ValueError("give what the paper says: equals, below or above")
+        if (self.relative_to is not None or self.baseline_where is not None) \
+                and self.metric is None:
+            raise ValueError("relative_to and baseline_where divide a metric: give metric too")
         return self
 
     @property
@@ -207,10 +217,11 @@ def validate(claims: list[ClaimSpec], labels: list[str], paths: tuple[str, ...],
                 if leaf not in paths:
                     raise SpecError("no such node in the hierarchy", where=f"{where}.without",
                                     value=leaf)
-            if check.improvement_over is not None and check.improvement_over not in labels:
-                raise SpecError(f"not one of the spec's algorithms {labels}",
-                                where=f"{where}.improvement_over",
-                                value=check.improvement_over)
+            for key in ("improvement_over", "relative_to"):
+                other = getattr(check, key)
+                if other is not None and other not in labels:
+                    raise SpecError(f"not one of the spec's algorithms {labels}",
+                                    where=f"{where}.{key}", value=other)
             if check.leaf is not None and check.leaf not in paths:
                 raise SpecError("no such leaf in the hierarchy", where=f"{where}.leaf",
                                 value=check.leaf)
@@ -265,8 +276,12 @@ class _Measurer:
         if check.over == "allocation" and check.node is not None:
             return Measured(self._allocation(check, label))  # no runs involved
         missing = self._failed(check, label, where)
-        if check.improvement_over is not None:
-            missing = missing or self._failed(check, check.improvement_over, where)
+        for other in (check.improvement_over, check.relative_to):
+            if other is not None:
+                missing = missing or self._failed(check, other, where)
+        if check.baseline_where is not None:
+            base = check.model_copy(update={"where": check.baseline_where})
+            missing = missing or self._failed(base, check.relative_to or label, where)
         if missing:
             return Measured(float("nan"), missing)
         if check.metric is not None:
@@ -307,7 +322,21 @@ class _Measurer:
         if check.metric not in self.runs:
             raise SpecError("no such column in runs.parquet", where=f"{where}.metric",
                             value=check.metric)
-        return [float(v) for v in self._rows(check, label, where)[check.metric]]
+        rows = self._rows(check, label, where)
+        if check.relative_to is None and check.baseline_where is None:
+            return [float(v) for v in rows[check.metric]]
+        # pair each run with its baseline: the other label's run of the same
+        # seed and grid point, or the run of the same seed at baseline_where
+        keys = [k for k in ("seed", "grid_point") if k in rows]
+        base_check = check
+        if check.baseline_where is not None:
+            keys = ["seed"]
+            base_check = check.model_copy(update={"where": check.baseline_where})
+        base = self._rows(base_check, check.relative_to or label, where)
+        pairs = rows[[*keys, check.metric]].merge(base[[*keys, check.metric]], on=keys,
+                                                  suffixes=("", "_base"))
+        return [float(a / b) for a, b in zip(pairs[check.metric], pairs[check.metric + "_base"])
+                if b]
 
     def _improvement(self, check: CheckSpec, label: str, where: str) -> list[float]:
         from hierfair.improvement import improvement_between
@@ -398,7 +427,11 @@ def _describe(check: CheckSpec) -> str:
         return f"{check.stat} response-time improvement{leaf} over {check.improvement_over}, %"
     if check.metric is not None:
         cond = ", ".join(f"{k}={v}" for k, v in check.where.items())
-        return check.metric + (f" ({cond})" if cond else "")
+        ratio = f" / {check.relative_to}'s" if check.relative_to else ""
+        if check.baseline_where is not None:
+            base = ", ".join(f"{k}={v}" for k, v in check.baseline_where.items())
+            return f"{check.metric} ({cond}){ratio} / the same at {base}"
+        return check.metric + ratio + (f" ({cond})" if cond else "")
     what = f"{check.node or '(root)'} {check.resource}"
     if check.over == "run":
         span = f" in [{check.window[0]:g}, {check.window[1]:g}] s" if check.window else ""

@@ -24,6 +24,26 @@ def test_slots_ignore_demands_and_equalise_task_counts():
     assert a.node("")["cpu"] == 2.0
 
 
+def test_a_gpu_task_takes_a_slot_only_on_a_server_with_gpus():
+    # Server 0 has no GPU, server 1 has 2.  4 slots each: G's GPU tasks fill
+    # server 1's 4 slots (over-committing its 2 GPUs) and never server 0's;
+    # C's CPU tasks take the lowest-numbered free slots.
+    exp = experiment(
+        cluster={"resources": ["cpu", "gpu"],
+                 "servers": [{"capacity": {"cpu": 4, "gpu": 0}},
+                             {"capacity": {"cpu": 4, "gpu": 2}}]},
+        hierarchy={"C": {}, "G": {}},
+        workload={"jobs": [{"queue": "G", "tasks": 9, "demand": {"cpu": 1, "gpu": 1},
+                            "duration": 1},
+                           {"queue": "C", "tasks": 9, "demand": {"cpu": 1}, "duration": 1}]},
+        algorithms=["slots-4"],
+    )
+    tasks = simulate(exp, exp.spec.algorithms[0], 0).tasks
+    first = tasks[tasks["start"] == 0].groupby("leaf")["server"].agg(sorted).to_dict()
+    assert first == {"C": [0, 0, 0, 0], "G": [1, 1, 1, 1]}
+    assert set(tasks.loc[tasks["leaf"] == "G", "server"]) == {1}
+
+
 def run_times(algorithm: str | dict) -> list[float]:
     """Six <1 CPU, 1.5 GB> tasks of 10 s on one <4 CPU, 6 GB> server."""
     exp = experiment(
