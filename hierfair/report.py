@@ -1,7 +1,9 @@
 """Turn results folders into a report people would rather look at than read.
 
 For every ``<DIR>/<spec>/runs.parquet`` this writes ``<DIR>/<spec>/shares.png``
-(each leaf's dominant share over time, one panel per algorithm) and adds a
+(each leaf's dominant share over time, one panel per algorithm), for specs
+whose claims compare response times ``improvement.png`` (the CDF over jobs of
+the response-time improvement, H-DRF §5.2), and adds a
 section to ``<DIR>/README.md``: what the spec is, which input it used, one
 table row per run, and the verdict on every published claim the spec checks
 (``claims.json``, see :mod:`hierfair.claims`).  The README opens with all the
@@ -76,6 +78,59 @@ def plot_shares(folder: Path) -> Path | None:
     return out
 
 
+#: Improvements below this are drawn at the left edge (a job can finish many
+#: times later; 100 % is the most it can gain).
+IMPROVEMENT_FLOOR = -200.0
+MAX_PAIRS = 6
+
+
+def improvement_pairs(folder: Path) -> list[tuple[str, str, dict]]:
+    """(A, B, where) for every response-time comparison the spec's claims make."""
+    exp = load_spec(folder / "spec.yaml", check_workload=False)
+    pairs: list[tuple[str, str, dict]] = []
+    for claim in exp.spec.claims:
+        for check in claim.checks:
+            for label in check.labels if check.improvement_over else ():
+                pair = (label, check.improvement_over, dict(check.where))
+                if pair not in pairs:
+                    pairs.append(pair)
+    return pairs[:MAX_PAIRS]
+
+
+def plot_improvement(folder: Path) -> Path | None:
+    """CDF over jobs of A's response-time improvement over B (H-DRF §5.2,
+    :mod:`hierfair.improvement`), all seeds pooled: one panel per pair the
+    claims compare, one curve per leaf."""
+    from hierfair.improvement import improvement_between
+
+    frames = []
+    for a, b, where in improvement_pairs(folder):
+        jobs = improvement_between(folder, a, b, where=where or None)
+        # a grid path's last two parts name it; paths set together show once
+        cond = ", ".join(dict.fromkeys(f"{'.'.join(k.split('.')[-2:])}={v}"
+                                       for k, v in where.items()))
+        frames.append(jobs[["leaf", "improvement"]].dropna().assign(
+            pair=f"{a} over {b}" + (f" ({cond})" if cond else "")))
+    data = pd.concat(frames) if frames else pd.DataFrame()
+    if data.empty:
+        return None
+    data["improvement"] = data["improvement"].clip(lower=IMPROVEMENT_FLOOR)
+    sns.set_theme(style="whitegrid", context="notebook")
+    grid = sns.displot(data=data, x="improvement", hue="leaf", col="pair", kind="ecdf",
+                       col_wrap=min(3, data["pair"].nunique()), height=3.2, aspect=1.4)
+    for ax in grid.axes.flat:
+        ax.axvline(0, color="0.4", lw=0.8)
+    grid.set_axis_labels("response-time improvement (%)", "fraction of jobs")
+    grid.set_titles("{col_name}")
+    grid.figure.suptitle(f"{folder.name}: per-job response-time improvement (H-DRF §5.2), "
+                         "seeds pooled; below −200 % drawn at −200 %", y=1.04)
+    out = folder / "improvement.png"
+    with atomic_path(out) as tmp:
+        grid.figure.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+    plt.close(grid.figure)
+    return out
+
+
 def section(folder: Path) -> str:
     runs = pd.read_parquet(folder / "runs.parquet")
     exp = load_spec(folder / "spec.yaml", check_workload=False)
@@ -108,6 +163,8 @@ def section(folder: Path) -> str:
                              f"{_measured(c)} | {holds} |")
     if (folder / "shares.png").exists():
         lines += ["", f"![dominant shares]({folder.name}/shares.png)"]
+    if (folder / "improvement.png").exists():
+        lines += ["", f"![response-time improvement]({folder.name}/improvement.png)"]
     return "\n".join(lines) + "\n"
 
 
@@ -223,6 +280,7 @@ def write_report(root: Path, catalogue: Path | None = None) -> Path:
     parts += claims_table(folders)
     for folder in folders:
         plot_shares(folder)
+        plot_improvement(folder)
         parts.append(section(folder))
     out = root / "README.md"
     write_text("\n".join(parts), out)

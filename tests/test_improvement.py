@@ -220,3 +220,25 @@ def test_a_sweep_gives_one_row_per_job_per_seed_and_grid_point(tmp_path):
     assert (out["improvement"].abs() > 1).sum() >= 5
     # with fixed submit times B's response time bounds the paper's percentage
     assert (out["improvement"] < 100).all()
+
+
+def test_the_report_draws_the_improvement_cdf_of_every_compared_pair(tmp_path):
+    from hierfair.report import improvement_pairs, plot_improvement, write_report
+
+    spec = {
+        "name": "imp",
+        "cluster": {"resources": ["cpu", "mem"],
+                    "servers": [{"count": 2, "capacity": {"cpu": 4, "mem": 4}}]},
+        "hierarchy": {"kind": "full-binary", "levels": 2},
+        "workload": {"kind": "google-synthetic", "jobs": 12, "max_tasks": 20},
+        "algorithms": ["hdrf", "slots-4", "drf"],
+        "claims": [{"claim": "c", "source": "s", "checks": [
+            {"algorithm": ["hdrf", "drf"], "improvement_over": "slots-4", "above": -1000},
+            {"algorithm": "hdrf", "improvement_over": "slots-4", "below": 1000}]}],
+    }
+    sweep(spec, tmp_path, jobs=1)
+    folder = tmp_path / "imp"
+    assert improvement_pairs(folder) == [("hdrf", "slots-4", {}), ("drf", "slots-4", {})]
+    assert plot_improvement(folder) == folder / "improvement.png"
+    assert "![response-time improvement](imp/improvement.png)" in \
+        write_report(tmp_path).read_text()
