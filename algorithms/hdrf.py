@@ -24,9 +24,10 @@ is open to reading; the ``attribution`` parameter names four
 ``blocked-fits`` (hdrf's reading before issue 11), ``frozen`` and
 ``literal-frozen``, the default: Algorithm 2's W, Y and A as printed with
 blocked children scaled down to the minimum and every resource counted --
-the one reading that keeps the share guarantee and converges to static H-DRF
-after churn on every random tree and counterexample we measured
-(benchmarks/hdrf_readings.py, docs/algorithms.md).
+the reading that did best on 300 random trees (no guarantee broken, no loss
+to churn; benchmarks/hdrf_readings.py).  None converges everywhere:
+experiments/hdrf-literal-frozen-counterexample.yaml is a tree where the
+default does not and ``frozen`` does (docs/algorithms.md).
 ``hdrf-rescale-only`` keeps (1) and drops (2) and (3): the intermediate
 algorithm the paper shows failing on Fig. 5.
 

@@ -30,7 +30,9 @@ independently -- a simplification the source line of every report names.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import sys
 import zlib
 from dataclasses import replace
@@ -123,15 +125,9 @@ def build(p: Params, ctx: BuildContext) -> Workload:
         why = (f"Google file {missing} not found; google-synthetic generator stands in "
                f"({synthetic.jobs} jobs, fallback: synthetic)")
         return replace(wl, source=f"{wl.source} -- fallback: {missing} not found", fallback=why)
-    frames, skipped = [], 0
-    for path in paths:
-        frame, bad = read_task_events(path, p.on_bad_line)
-        frames.append(frame)
-        skipped += bad
-    jobs = job_table(pd.concat(frames, ignore_index=True), p.missing_duration)
-    if p.job_events:
-        jobs, bad = _job_submits(jobs, event_paths, p.on_bad_line)
-        skipped += bad
+    jobs, skipped = _trace_jobs(_identity(paths), _identity(event_paths), p.on_bad_line,
+                                p.missing_duration)
+    jobs = jobs.copy()
     if p.sample is not None and p.sample < len(jobs):
         pick = ctx.rng().choice(len(jobs), size=p.sample, replace=False)
         jobs = jobs.iloc[np.sort(pick)]
@@ -141,6 +137,33 @@ def build(p: Params, ctx: BuildContext) -> Workload:
     inputs = identify([*paths, *event_paths], [*p.files, *p.job_events])
     return replace(_workload(jobs, p, ctx, source, rng_salt=1), inputs=inputs,
                    notes=tuple(notes), skipped_lines=skipped)
+
+
+def _identity(paths: list) -> tuple[tuple[str, int, int], ...]:
+    """Each file as (path, size, mtime): what the memo below is keyed by."""
+    return tuple((str(path), *(lambda st: (st.st_size, st.st_mtime_ns))(os.stat(path)))
+                 for path in paths)
+
+
+@functools.lru_cache(maxsize=4)
+def _trace_jobs(files: tuple, events: tuple, on_bad_line: str,
+                missing_duration: float | str) -> tuple[pd.DataFrame, int]:
+    """The job table of some task_events parts (and job_events submits).
+
+    Memoised per process by file identity: a spec's seeds and grid points
+    sample from the same parts, and parsing them (~2.5 s per part) dominated
+    validate and run.  A changed file has a new size or mtime, so a new key;
+    callers get a copy, never the cached frame."""
+    frames, skipped = [], 0
+    for path, _, _ in files:
+        frame, bad = read_task_events(path, on_bad_line)
+        frames.append(frame)
+        skipped += bad
+    jobs = job_table(pd.concat(frames, ignore_index=True), missing_duration)
+    if events:
+        jobs, bad = _job_submits(jobs, [path for path, _, _ in events], on_bad_line)
+        skipped += bad
+    return jobs, skipped
 
 
 def _job_submits(jobs: pd.DataFrame, paths: list, on_bad_line: str

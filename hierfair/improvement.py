@@ -52,6 +52,7 @@ Fig. 13 "among completed jobs".
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -276,6 +277,8 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
     for column, value in (where or {}).items():
         if column not in runs:
             raise SpecError("no such column in runs.parquet", where="where", value=column)
+        if isinstance(value, list | dict):  # runs.parquet keeps such grid values as JSON
+            value = json.dumps(value)
         rows = rows[(rows[column] == value) | rows[column].isna()]
     keys = ["seed", *grid_columns(runs)]
 
