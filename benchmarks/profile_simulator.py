@@ -1,0 +1,52 @@
+"""Where a whole simulation spends its time (a script, not a test).
+
+    .venv/bin/python benchmarks/profile_simulator.py [--algorithm hdrf] [--top 25]
+
+Runs one spec's first run (default: experiments/hdrf-fig13.yaml's first grid
+point and seed -- 60 servers, 200 Facebook-bin jobs, ~39k tasks) under
+cProfile and prints the simulated tasks per CPU-second and the functions with
+the most own time.  docs/performance.md records what it found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import time
+from pathlib import Path
+
+from hierfair.runner import simulate
+from hierfair.spec import AlgorithmSpec, load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--spec", default=str(ROOT / "experiments" / "hdrf-fig13.yaml"))
+    ap.add_argument("--algorithm", default="hdrf", help="a label of the spec or an algorithm name (default hdrf)")
+    ap.add_argument("--top", type=int, default=25, help="functions to list (default 25)")
+    args = ap.parse_args(argv)
+    exp = load_spec(args.spec)
+    # a label of the spec, or any algorithm by name on the spec's workload
+    algo = next((a for a in exp.spec.algorithms if a.display == args.algorithm),
+                AlgorithmSpec(name=args.algorithm))
+    seed = exp.spec.seeds[0]
+    exp.workload(seed)  # build (and parse) outside the profile
+    profile = cProfile.Profile()
+    start = time.process_time()
+    profile.enable()
+    result = simulate(exp, algo, seed)
+    profile.disable()
+    cpu = time.process_time() - start
+    tasks = len(result.tasks)
+    print(f"{Path(args.spec).name} {args.algorithm}: {tasks} tasks in {cpu:.1f} CPU-s under "
+          f"cProfile ({tasks / cpu:,.0f} tasks per CPU-second)")
+    pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
