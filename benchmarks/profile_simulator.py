@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spec", default=str(ROOT / "experiments" / "hdrf-fig13.yaml"))
-    ap.add_argument("--algorithm", default="hdrf", help="a label of the spec or an algorithm name (default hdrf)")
+    ap.add_argument("--algorithm", default="hdrf",
+                    help="a label of the spec or an algorithm name (default hdrf)")
     ap.add_argument("--top", type=int, default=25, help="functions to list (default 25)")
     args = ap.parse_args(argv)
     exp = load_spec(args.spec)
