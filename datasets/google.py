@@ -141,8 +141,8 @@ def build(p: Params, ctx: BuildContext) -> Workload:
 
 def _identity(paths: list) -> tuple[tuple[str, int, int], ...]:
     """Each file as (path, size, mtime): what the memo below is keyed by."""
-    return tuple((str(path), *(lambda st: (st.st_size, st.st_mtime_ns))(os.stat(path)))
-                 for path in paths)
+    stats = [(str(path), os.stat(path)) for path in paths]
+    return tuple((path, st.st_size, st.st_mtime_ns) for path, st in stats)
 
 
 @functools.lru_cache(maxsize=4)

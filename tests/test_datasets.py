@@ -246,6 +246,27 @@ def test_google_sample_by_seed(traces):
     assert all((j.demand <= caps).all() for j in a.jobs)
 
 
+def test_a_changed_google_part_is_parsed_again(traces, tmp_path):
+    # Parts are memoised per process by (path, size, mtime): rewriting a part
+    # in place must give the new jobs, never the cached table.
+    src = traces / "google-2011/task_events-part-00000-of-00500.csv.gz"
+    with gzip.open(src, "rt") as f:
+        lines = f.read().splitlines()
+    part = tmp_path / "part.csv.gz"
+    data = yaml.safe_load((EXPERIMENTS / "google-2011.yaml").read_text())
+    data["workload"].update(files=[str(part)], job_events=[], sample=None)
+    data["workload"].pop("arrivals", None)  # a part's first jobs may all arrive at once
+
+    def jobs(n: int) -> set[str]:
+        with gzip.open(part, "wt") as f:
+            f.write("\n".join(lines[-n:]) + "\n")
+        return {j.name for j in build_experiment(data).workload(0).jobs}
+
+    few, many = jobs(100_000), jobs(300_000)
+    assert few and few < many
+    assert jobs(100_000) == few
+
+
 def test_google_gzip_corruption_is_one_clear_error(traces, tmp_path):
     src = traces / "google-2011/task_events-part-00001-of-00500.csv.gz"
     with gzip.open(src, "rt") as f:

@@ -185,17 +185,18 @@ def test_different_workloads_in_a_folder_name_the_runs(tmp_path):
         improvement_between(tmp_path / "s", "x", "y")
 
 
+def small_sweep(**more) -> dict:
+    """A spec of 12 Google-like jobs on two small servers, H-DRF against 4 slots."""
+    return {"name": "imp",
+            "cluster": {"resources": ["cpu", "mem"],
+                        "servers": [{"count": 2, "capacity": {"cpu": 4, "mem": 4}}]},
+            "hierarchy": {"kind": "full-binary", "levels": 2},
+            "workload": {"kind": "google-synthetic", "jobs": 12, "max_tasks": 20},
+            "algorithms": ["hdrf", "slots-4"], **more}
+
+
 def test_a_sweep_gives_one_row_per_job_per_seed_and_grid_point(tmp_path):
-    spec = {
-        "name": "imp",
-        "cluster": {"resources": ["cpu", "mem"],
-                    "servers": [{"count": 2, "capacity": {"cpu": 4, "mem": 4}}]},
-        "hierarchy": {"kind": "full-binary", "levels": 2},
-        "workload": {"kind": "google-synthetic", "jobs": 12, "max_tasks": 20},
-        "algorithms": ["hdrf", "slots-4"],
-        "seeds": [0, 1],
-        "grid": {"hierarchy.levels": [2, 3]},
-    }
+    spec = small_sweep(seeds=[0, 1], grid={"hierarchy.levels": [2, 3]})
     runs = sweep(spec, tmp_path, jobs=1)
     assert (runs["status"] == "ok").all()
     out = improvement_between(tmp_path / "imp", "hdrf", "slots-4")
@@ -225,17 +226,10 @@ def test_a_sweep_gives_one_row_per_job_per_seed_and_grid_point(tmp_path):
 def test_the_report_draws_the_improvement_cdf_of_every_compared_pair(tmp_path):
     from hierfair.report import improvement_pairs, plot_improvement, write_report
 
-    spec = {
-        "name": "imp",
-        "cluster": {"resources": ["cpu", "mem"],
-                    "servers": [{"count": 2, "capacity": {"cpu": 4, "mem": 4}}]},
-        "hierarchy": {"kind": "full-binary", "levels": 2},
-        "workload": {"kind": "google-synthetic", "jobs": 12, "max_tasks": 20},
-        "algorithms": ["hdrf", "slots-4", "drf"],
-        "claims": [{"claim": "c", "source": "s", "checks": [
+    spec = small_sweep(algorithms=["hdrf", "slots-4", "drf"], claims=[
+        {"claim": "c", "source": "s", "checks": [
             {"algorithm": ["hdrf", "drf"], "improvement_over": "slots-4", "above": -1000},
-            {"algorithm": "hdrf", "improvement_over": "slots-4", "below": 1000}]}],
-    }
+            {"algorithm": "hdrf", "improvement_over": "slots-4", "below": 1000}]}])
     sweep(spec, tmp_path, jobs=1)
     folder = tmp_path / "imp"
     assert improvement_pairs(folder) == [("hdrf", "slots-4", {}), ("drf", "slots-4", {})]
