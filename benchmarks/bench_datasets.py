@@ -6,20 +6,11 @@ checkout and are skipped (NotImplementedError, asv's convention) without them.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from hierfair.datasets import full_binary
 from hierfair.datasets.google import job_table, read_task_events
 from hierfair.datasets.swim import read_swim
 
-
-def _traces() -> Path:
-    here = Path(__file__).resolve().parent.parent
-    folder = Path(os.environ.get("HIERFAIR_DATA", here.parent / "shared" / "traces"))
-    if not folder.is_dir():
-        raise NotImplementedError(f"no traces at {folder}")
-    return folder
+from .workloads import trace_dir
 
 
 class FullBinary:
@@ -34,7 +25,7 @@ class Traces:
     timeout = 300
 
     def setup(self) -> None:
-        self.folder = _traces()
+        self.folder = trace_dir()
 
     def time_swim_fb2010_day(self) -> None:
         read_swim(self.folder / "FB-2010_samples_24_times_1hr_0.tsv")
