@@ -1,5 +1,7 @@
 # Two commands: `make reproduce` (every experiment -> reports/) and `make test`.
 # Both create .venv and install hierfair into it on first use.
+# `make bench` runs the asv suite on this checkout (offline); `make bench-compare
+# A=<rev> B=<rev>` compares results that `make bench` saved at two commits.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -7,7 +9,7 @@ STAMP  := $(VENV)/.installed-stamp
 # Real traces are read from here when present (never copied into the project).
 export HIERFAIR_DATA ?= $(abspath ../shared/traces)
 
-.PHONY: reproduce test fuzz install clean
+.PHONY: reproduce test fuzz bench bench-compare install clean
 
 install: $(STAMP)
 
@@ -15,7 +17,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
 reproduce: $(STAMP)
@@ -28,6 +30,22 @@ test: $(STAMP)
 # The thorough fuzz run (thousands of mutated specs and traces; make test runs a sample).
 fuzz: $(STAMP)
 	HIERFAIR_FUZZ=thorough $(BIN)/python -m pytest -q tests/test_fuzz.py
+
+# asv's "existing" environment is .venv itself (--python=same): nothing is built
+# or downloaded, and the working tree is what gets measured; the results are
+# saved under .asv/results as HEAD's (commit first if the tree is dirty).
+# BENCH=regex runs a subset, e.g. BENCH=latency or BENCH=SwimDay.
+BENCH ?=
+bench: $(STAMP)
+	$(BIN)/asv machine --yes
+	$(BIN)/asv run --python=same --set-commit-hash $$(git rev-parse HEAD) \
+		--show-stderr --durations 10 $(if $(BENCH),--bench '$(BENCH)')
+
+# Compares the saved results of two commits (run `make bench` at each first);
+# offline.  `asv continuous A B` instead builds both from the package index.
+bench-compare: $(STAMP)
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make bench-compare A=<rev> B=<rev>"; exit 2; }
+	$(BIN)/asv compare --split --factor 1.1 $$(git rev-parse $(A)) $$(git rev-parse $(B))
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
