@@ -24,6 +24,7 @@ from hierfair.algorithms.hdrf import (
     RescaleOnlyHDRF,
     StaticHDRF,
 )
+from hierfair.algorithms.hdrf_fast import FastHDRF
 from hierfair.algorithms.mch import MCH
 from hierfair.algorithms.pdrf import PDRF
 from hierfair.algorithms.slots import Slots
@@ -37,6 +38,7 @@ ALGORITHMS: Mapping[str, type[BasePolicy]] = {
         WeightedDRF,
         StaticHDRF,
         DynamicHDRF,
+        FastHDRF,
         RescaleOnlyHDRF,
         PreemptiveHDRF,
         NaiveHDRF,

@@ -1,0 +1,135 @@
+"""``hdrf-fast`` against its readable specification, ``hdrf`` (literal-frozen).
+
+A differential test: both run on the same random instances -- trees of
+random depth, fan-out and weights; heterogeneous servers, some without a
+resource; jobs arriving over time with single-resource and complementary
+demands, varied durations, sometimes server outages -- and must take the
+same decisions: the same leaf at every decision, each task on the same
+server at the same time.  Plus the papers' examples through ``allocate``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hierfair.algorithms import make_policy
+from hierfair.algorithms.hdrf_fast import rounded
+from hierfair.allocate import allocate
+from hierfair.model import Cluster, Hierarchy, Job, Workload
+from hierfair.simulator import Faults, Simulator
+from hierfair.spec import load_spec
+
+from .conftest import EXPERIMENTS
+from .test_hdrf_properties import trees
+
+
+@st.composite
+def simulations(draw, max_depth: int = 4):
+    nodes = draw(trees(max_depth=max_depth))
+    h = Hierarchy.from_edges(nodes)
+    m = draw(st.integers(2, 3))
+    servers = []
+    for _ in range(draw(st.integers(1, 4))):
+        row = [float(draw(st.integers(4, 12))) for _ in range(m)]
+        if m == 3 and draw(st.booleans()):
+            row[2] = 0.0  # a server without the third resource (a GPU-less box)
+        servers.append(row)
+    if not any(row[-1] for row in servers):
+        servers[0][-1] = 4.0
+    cluster = Cluster(tuple(f"r{j}" for j in range(m)), np.array(servers))
+    jobs = []
+    for i in range(draw(st.integers(1, 14))):
+        leaf = draw(st.sampled_from(h.leaves))
+        demand = [float(draw(st.integers(0, 3))) for _ in range(m)]
+        if not any(demand):
+            demand[draw(st.integers(0, m - 1))] = 1.0
+        durations = [float(draw(st.integers(1, 9))) for _ in range(draw(st.integers(1, 6)))]
+        jobs.append((float(draw(st.integers(0, 20))), leaf, demand, durations))
+    jobs.sort(key=lambda j: j[0])
+    workload = Workload(tuple(Job(id=i, leaf=leaf, submit=t, demand=np.array(d),
+                                  durations=np.array(dur))
+                              for i, (t, leaf, d, dur) in enumerate(jobs)))
+    faults = Faults(outages=((0, 7.0, 5.0),)) if draw(st.booleans()) else None
+    placement = draw(st.sampled_from(["first-fit", "best-fit"]))
+    return cluster, h, workload, faults, placement
+
+
+def schedule(instance, algorithm: str):
+    cluster, h, workload, faults, placement = instance
+    policy = make_policy(algorithm)
+    result = Simulator(cluster, h, workload, policy, placement=placement, faults=faults).run()
+    return (result.decisions["leaf"].tolist(), result.attempts[["task", "server", "start"]]
+            .to_numpy().tolist()), policy
+
+
+def assert_same_schedule(instance) -> None:
+    (ref, _), (fast, _) = schedule(instance, "hdrf"), schedule(instance, "hdrf-fast")
+    assert fast[0] == ref[0], "hdrf-fast chose another leaf than hdrf"
+    assert fast[1] == ref[1], "hdrf-fast placed a task elsewhere or at another time"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(instance=simulations())
+def test_hdrf_fast_decides_exactly_as_hdrf(instance):
+    assert_same_schedule(instance)
+
+
+def test_a_larger_tree_with_many_demand_vectors():
+    # Six levels, 64 leaves, three resources (the third only on half the
+    # servers), 300 jobs over time: many Y changes and blocked subtrees.
+    rng = np.random.default_rng(7)
+    nodes = [(p, float(rng.integers(1, 4))) for p in _binary_paths(6)]
+    h = Hierarchy.from_edges(nodes)
+    caps = np.array([[16.0, 32.0, 4.0 if s % 2 else 0.0] for s in range(12)])
+    cluster = Cluster(("cpu", "mem", "gpu"), caps)
+    jobs = []
+    for i in range(300):
+        demand = [float(rng.integers(1, 5)), float(rng.integers(0, 9)),
+                  float(rng.integers(1, 3)) if rng.random() < 0.2 else 0.0]
+        jobs.append(Job(id=i, leaf=int(rng.choice(h.leaves)), submit=float(i // 3),
+                        demand=np.array(demand),
+                        durations=rng.integers(1, 40, int(rng.integers(1, 12))).astype(float)))
+    instance = (cluster, h, Workload(tuple(jobs)), None, "first-fit")
+    ref, _ = schedule(instance, "hdrf")
+    fast, policy = schedule(instance, "hdrf-fast")
+    assert len(ref[0]) > 1000 and fast == ref
+    # the incremental state did work, and less than a recomputation per decision
+    stats = policy.stats
+    assert stats["decisions"] > 1000 and stats["reflagged"] > 0
+    assert stats["recomputed"] < stats["decisions"] * (h.n_nodes - len(h.leaves)) / 4
+
+
+def _binary_paths(levels: int) -> list[str]:
+    out: list[str] = []
+
+    def grow(prefix: str, depth: int) -> None:
+        for k in range(2):
+            path = f"{prefix}n{k}"
+            out.append(path)
+            if depth < levels:
+                grow(path + "/", depth + 1)
+
+    grow("", 1)
+    return out
+
+
+@pytest.mark.parametrize("spec,churn,expected", [
+    # H-DRF Fig. 4 after 40 task ends; Fig. 5's GPU halves (§3.3-3.4)
+    ("hdrf-fig4.yaml", 40, {"n1/n11": 5, "n2/n21": 5, "n2/n22": 10}),
+    ("hdrf-fig5.yaml", 0, {"n1/n11": 10, "n2/n21": 10, "n3/n31": 10, "n3/n32": 15,
+                           "n4/n41": 15}),
+    # the default keeps n0/n1/n1 at 21 tasks through churn (issue 11)
+    ("hdrf-churn-starvation.yaml", 522, {"n0/n1/n1": 21}),
+])
+def test_the_papers_examples(spec, churn, expected):
+    a = allocate(load_spec(EXPERIMENTS / spec), "hdrf-fast", churn=churn)
+    assert {p: a.node(p)["tasks"] for p in expected} == expected
+
+
+def test_rounding_is_numpys():
+    x = np.random.default_rng(0).random(10_000) * 10.0 ** np.arange(-6, 4).repeat(1000)
+    assert np.array_equal(np.round(x, 12), [rounded(v) for v in x.tolist()])
