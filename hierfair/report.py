@@ -3,7 +3,9 @@
 For every ``<DIR>/<spec>/runs.parquet`` this writes ``<DIR>/<spec>/shares.png``
 (each leaf's dominant share over time, one panel per algorithm), for specs
 whose claims compare response times ``improvement.png`` (the CDF over jobs of
-the response-time improvement, H-DRF §5.2), and adds a
+the response-time improvement, H-DRF §5.2), for specs that sweep the
+hierarchy's size ``cost.png`` (scheduling time against size, MCH Fig. 5's
+axes), and adds a
 section to ``<DIR>/README.md``: what the spec is, which input it used, one
 table row per run, and the verdict on every published claim the spec checks
 (``claims.json``, see :mod:`hierfair.claims`).  The README opens with all the
@@ -131,6 +133,55 @@ def plot_improvement(folder: Path) -> Path | None:
     return out
 
 
+def size_column(runs: pd.DataFrame) -> str | None:
+    """The grid column that sizes the hierarchy (e.g. ``hierarchy.levels``), if
+    the runs sweep one."""
+    for col in runs.columns:
+        if col.startswith("hierarchy.") and pd.api.types.is_numeric_dtype(runs[col]) \
+                and runs[col].nunique() > 1:
+            return col
+    return None
+
+
+def plot_cost(folder: Path) -> Path | None:
+    """Scheduling cost against hierarchy size (the MCH letter's Fig. 5 axes):
+    every decision's wall time summed per run, and the mean decision, one line
+    per algorithm, 95 % intervals over seeds; log scale.  Only for specs that
+    sweep the hierarchy's size."""
+    runs = pd.read_parquet(folder / "runs.parquet")
+    size = size_column(runs)
+    if size is None or "scheduling_seconds" not in runs:
+        return None
+    ok = runs[runs["status"] == "ok"].copy()
+    if ok.empty:
+        return None
+    ok["latency_mean_us"] = ok["latency_mean_ns"] / 1e3
+    sns.set_theme(style="whitegrid", context="notebook")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, col, label in ((axes[0], "scheduling_seconds", "total scheduling time (s)"),
+                           (axes[1], "latency_mean_us", "mean decision time (µs)")):
+        sns.lineplot(data=ok, x=size, y=col, hue="label", style="label", markers=True,
+                     dashes=False, errorbar=("ci", 95), ax=ax)
+        ax.set_yscale("log")
+        ax.set_xlabel(size.split(".")[-1].replace("_", " ")
+                      + (" (full binary tree: 2^levels leaves)" if size.endswith("levels")
+                         else ""))
+        ax.set_ylabel(label)
+        ax.set_xticks(sorted(ok[size].unique()))
+    handles, names = axes[0].get_legend_handles_labels()
+    for ax in axes:
+        ax.get_legend().remove()
+    fig.legend(handles, names, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    fig.suptitle(f"{folder.name}: scheduling cost against hierarchy size "
+                 f"(wall clock, {ok['seed'].nunique()} seeds, 95 % intervals)")
+    fig.tight_layout()
+    out = folder / "cost.png"
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+    plt.close(fig)
+    return out
+
+
 def section(folder: Path) -> str:
     runs = pd.read_parquet(folder / "runs.parquet")
     exp = load_spec(folder / "spec.yaml", check_workload=False)
@@ -165,6 +216,8 @@ def section(folder: Path) -> str:
         lines += ["", f"![dominant shares]({folder.name}/shares.png)"]
     if (folder / "improvement.png").exists():
         lines += ["", f"![response-time improvement]({folder.name}/improvement.png)"]
+    if (folder / "cost.png").exists():
+        lines += ["", f"![scheduling cost against hierarchy size]({folder.name}/cost.png)"]
     return "\n".join(lines) + "\n"
 
 
@@ -281,6 +334,7 @@ def write_report(root: Path, catalogue: Path | None = None) -> Path:
     for folder in folders:
         plot_shares(folder)
         plot_improvement(folder)
+        plot_cost(folder)
         parts.append(section(folder))
     out = root / "README.md"
     write_text("\n".join(parts), out)

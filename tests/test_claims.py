@@ -71,6 +71,12 @@ def test_wall_clock_claims_give_a_verdict_over_positive_times(tmp_path, name):
     assert [v["verdict"] in ("holds", "refuted") for v in verdicts] == [True] * len(verdicts)
     for v in verdicts:
         assert all(np.isfinite(c["measured"]) and c["measured"] > 0 for c in v["checks"])
+    if name == "mch-fig5":  # issue 12: the Fig. 5 figure puts every scheduler side by side
+        from hierfair.report import plot_cost
+
+        runs = pd.read_parquet(tmp_path / name / "runs.parquet")
+        assert {"hdrf", "hdrf-fast", "mch", "collapsed-cpu", "collapsed-mem"} <= set(runs["label"])
+        assert plot_cost(tmp_path / name) == tmp_path / name / "cost.png"
 
 
 def test_a_metric_relative_to_another_label_or_grid_point_pairs_runs_by_seed():
