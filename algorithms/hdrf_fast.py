@@ -98,6 +98,7 @@ class FastHDRF(BasePolicy):
         self._demand: list[np.ndarray | None] = [None] * n  # leaves' next demand
         self._support = [-1] * n  # leaves' demand support, -1 not demanding
         self._groups: dict[int, set[int]] = {}  # support -> demanding leaves
+        self._allowed_by_Y: dict[int, int] = {}  # cache of _allowed, until groups change
         self._Y = self._full  # the Y the stored flags were computed for
         self._released = [0.0] * m  # Algorithm 2's W under churn
         self._dirty: set[int] = set()
@@ -137,6 +138,7 @@ class FastHDRF(BasePolicy):
             self._masks[leaf] = 1 << sup
         self._demand[leaf] = d
         if sup != old:
+            self._allowed_by_Y.clear()
             if old >= 0:
                 self._groups[old].discard(leaf)
             if sup >= 0:
@@ -223,19 +225,27 @@ class FastHDRF(BasePolicy):
     # -- Algorithm 4 ------------------------------------------------------------------
     def _allowed(self, Y: int) -> int:
         """Bit (1 << support) for every support of a demanding leaf inside ``Y``."""
+        cached = self._allowed_by_Y.get(Y)
+        if cached is not None:
+            return cached
         bits = 0
         for sup, leaves in self._groups.items():
             if leaves and not sup & ~Y:
                 bits |= 1 << sup
+        self._allowed_by_Y[Y] = bits
         return bits
 
     def _find(self, allowed: int) -> int | None:
         """The first leaf, in the walk's (score, pre-order) order, whose support
         is allowed and whose next task fits."""
         blocked = self._blocked.setdefault(allowed, set())
-        return self._visit(0, allowed, blocked)
+        return self._visit(0, allowed, blocked, True)
 
-    def _visit(self, v: int, allowed: int, blocked: set[int]) -> int | None:
+    def _visit(self, v: int, allowed: int, blocked: set[int], check: bool) -> int | None:
+        """Depth first from ``v``.  ``check``: first test whether the smallest
+        pending demand below fits at all -- done at the root and on every
+        backtrack (where subtrees that hold nothing placeable are met), not
+        along the first path tried, which usually succeeds."""
         fits = self.state.fits
         kids = self._children[v]
         if not kids:
@@ -243,18 +253,21 @@ class FastHDRF(BasePolicy):
                 return v
             blocked.add(v)
             return None
-        low = self._minvec[v]
-        if low is None or not fits(np.array(low)):
-            blocked.add(v)
-            return None
+        if check:
+            low = self._minvec[v]
+            if low is None or not fits(np.array(low)):
+                blocked.add(v)
+                return None
         masks, q = self._masks, self._q
         open_ = [(rounded(q[c]), i, c) for i, c in enumerate(kids)
                  if masks[c] & allowed and c not in blocked]
         open_.sort()
+        first = True
         for _, _, c in open_:
-            found = self._visit(c, allowed, blocked)
+            found = self._visit(c, allowed, blocked, not first)
             if found is not None:
                 return found
+            first = False
         blocked.add(v)
         return None
 
