@@ -16,13 +16,18 @@ submitted to n1,2 which request one GPU core and no CPU").
 
 Placement (§5.2): jobs of ``large_threshold`` (500) tasks or more go round-
 robin to ``large_queues`` (n1,1, n1,2, n3,1 on Fig. 10), the others round-
-robin to ``small_queues`` (n2's leaves).  All jobs are submitted at
+robin to ``small_queues`` (n2's leaves).  A queue named here may be an
+internal node -- with ``users_per_leaf`` (datasets/paper_trees.py) the
+figure's leaves hold users: a job sent to it then goes to one of the leaves
+below it, uniformly at random per job (seeded by the run seed, from a stream
+of its own, so the jobs, sizes and submit times are those of the same spec
+without users); it keeps its queue's GPU rule.  All jobs are submitted at
 ``submit`` (0): each leaf serves its jobs first-in-first-out, our reading of
 "each leaf node runs its next job as soon as the previous one finishes";
 ``interarrival`` > 0 spaces submissions instead (exponential, seeded).
 
 Task durations are not published: ``task_duration`` seconds each (default
-60), optionally spread uniformly by +-``task_duration_spread``;
+60), optionally spread uniformly by +-``task_duration_spread`` seconds;
 ``large_task_duration`` gives the large jobs' tasks another length.
 """
 
@@ -88,8 +93,22 @@ def job_sizes(p: Params, rng: np.random.Generator) -> np.ndarray:
     return rng.integers(lo, np.maximum(hi, lo) + 1)
 
 
+def _leaves_below(queue: str, ctx: BuildContext) -> list[str] | None:
+    """The leaves under ``queue`` when it is an internal node of the hierarchy, else
+    None (a leaf, or a name the hierarchy lacks: finalize names the error)."""
+    h = ctx.hierarchy
+    if queue not in h:
+        return None
+    node = h.index(queue)
+    if h.is_leaf(node):
+        return None
+    return [h.paths[x] for x in range(node, int(h.subtree_end[node])) if h.is_leaf(x)]
+
+
 def build(p: Params, ctx: BuildContext) -> Workload:
     rng = ctx.rng()
+    users = ctx.rng(salt=1)  # which user of an internal queue: a stream of its own
+    below = {q: _leaves_below(q, ctx) for q in {*p.large_queues, *p.small_queues}}
     sizes = job_sizes(p, rng)
     memory_dominant = rng.random(p.jobs) < p.memory_dominant_fraction
     gaps = rng.exponential(p.interarrival, p.jobs) if p.interarrival > 0 else np.zeros(p.jobs)
@@ -114,7 +133,9 @@ def build(p: Params, ctx: BuildContext) -> Workload:
                   else p.task_duration)
         durations = (length + rng.uniform(-spread, spread, n) if spread
                      else np.full(n, length))
-        raw.append(RawJob(queue, demand, np.maximum(durations, 1e-3), float(submits[i]),
+        leaves = below[queue]
+        target = leaves[int(users.integers(len(leaves)))] if leaves else queue
+        raw.append(RawJob(target, demand, np.maximum(durations, 1e-3), float(submits[i]),
                           f"fb{i}", f"workload (facebook-bins job {i})"))
     return finalize(raw, ctx.cluster, ctx.hierarchy,
                     source=f"facebook-bins generator (H-DRF Table 1, seed {ctx.seed})")

@@ -3,6 +3,7 @@ distributions, seeds, and the errors bad input gets."""
 
 from __future__ import annotations
 
+import copy
 import gzip
 import shutil
 from pathlib import Path
@@ -72,6 +73,41 @@ def test_paper_tree_weight_override():
                                               "n2/n23", "n3/n31"]
 
 
+def test_paper_tree_users_per_leaf():
+    h = paper_trees.build(paper_trees.Params(kind="paper", figure="hdrf-fig10",
+                                             users_per_leaf=25, weights={"n3": 2,
+                                                                         "n1/n11/u0": 3}))
+    figure = ["n1/n11", "n1/n12", "n2/n21", "n2/n22", "n2/n23", "n3/n31"]
+    assert [h.paths[i] for i in h.leaves] == [f"{q}/u{u}" for q in figure for u in range(25)]
+    assert h.n_nodes == 1 + 3 + 6 + 6 * 25
+    assert not any(h.is_leaf(h.index(q)) for q in figure)
+    assert h.weights[h.index("n3")] == 2 and h.weights[h.index("n1/n11/u0")] == 3
+    assert {h.weights[i] for i in h.leaves} == {1.0, 3.0}
+    # a leaf that is a top-level node (hdrf-fig2's n1) gets users too
+    h2 = paper_trees.build(paper_trees.Params(kind="paper", figure="hdrf-fig2",
+                                              users_per_leaf=2))
+    assert [h2.paths[i] for i in h2.leaves] == ["n1/u0", "n1/u1", "n2/n21/u0", "n2/n21/u1",
+                                                "n2/n22/u0", "n2/n22/u1", "n2/n23/u0",
+                                                "n2/n23/u1"]
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1.5, "25", True, 100_001])
+def test_paper_tree_users_per_leaf_refused(bad):
+    data = spec_with(hierarchy={"kind": "paper", "figure": "hdrf-fig10", "users_per_leaf": bad})
+    with pytest.raises(SpecError, match="users_per_leaf"):
+        build_experiment(data)
+
+
+def test_paper_tree_weights_name_users_only_when_there_are_users():
+    data = spec_with(hierarchy={"kind": "paper", "figure": "hdrf-fig10",
+                                "weights": {"n1/n11/u0": 2}})
+    with pytest.raises(SpecError, match="no such node in hdrf-fig10"):
+        build_experiment(data)
+    data["hierarchy"].update(users_per_leaf=3, weights={"n1/n11/u3": 2})
+    with pytest.raises(SpecError, match="with 3 users per leaf"):
+        build_experiment(data)
+
+
 # -- facebook-bins ----------------------------------------------------------------
 def test_facebook_bin_shares_over_many_draws():
     p = FBParams(kind="facebook-bins", jobs=40_000)
@@ -100,6 +136,56 @@ def test_facebook_exact_schedule_and_placement_rules():
         else:
             assert job.demand[cpu] == 1 and job.demand[gpu] == 0
     assert "seed 0" in wl.source
+
+
+def test_facebook_leaf_queues_are_unchanged():
+    # values the generator gave before queues could be internal nodes (issue 12):
+    # a spec whose queues are leaves keeps its jobs, to the bit
+    exp = load_spec(EXPERIMENTS / "hdrf-fig13.yaml")
+    wl, paths = exp.workload(0), exp.hierarchy.paths
+    assert [(paths[j.leaf], j.n_tasks, j.demand.tolist()) for j in wl.jobs[:4]] == [
+        ("n2/n21", 19, [1.0, 1.0, 0.0]), ("n2/n22", 7, [1.0, 1.0, 0.0]),
+        ("n2/n23", 16, [1.5, 1.0, 0.0]), ("n2/n21", 4, [1.0, 1.0, 0.0])]
+    assert [round(j.submit, 6) for j in wl.jobs[:4]] == [0.0, 38.514847, 49.386269, 56.74898]
+    assert round(float(wl.jobs[0].durations.sum()), 6) == 1141.755993
+    assert sum(j.n_tasks for j in wl.jobs) == 38849
+
+
+def test_facebook_jobs_spread_over_the_users_below_a_queue():
+    fig13 = load_spec(EXPERIMENTS / "hdrf-fig13.yaml").spec.model_dump(mode="json")
+    data = copy.deepcopy(fig13)
+    data["hierarchy"]["users_per_leaf"] = 25
+    data["workload"]["jobs"] = 2000
+    fig13["workload"]["jobs"] = 2000
+    flat, users = build_experiment(fig13), build_experiment(data)
+    a, b = flat.workload(0).jobs, users.workload(0).jobs
+    fp, up = flat.hierarchy.paths, users.hierarchy.paths
+    assert len(a) == len(b)
+    counts: dict[str, int] = {}
+    for x, y in zip(a, b, strict=True):
+        # the same job (size, demand incl. n1/n12's GPU, durations, submit), one user
+        # of the same queue
+        assert (x.n_tasks, x.submit, x.demand.tolist(), x.durations.tolist()) == \
+            (y.n_tasks, y.submit, y.demand.tolist(), y.durations.tolist())
+        queue, user = up[y.leaf].rsplit("/", 1)
+        assert queue == fp[x.leaf] and user.startswith("u") and 0 <= int(user[1:]) < 25
+        counts[up[y.leaf]] = counts.get(up[y.leaf], 0) + 1
+    # n2's leaves take ~90 % of 2000 jobs, ~600 each: every user gets some, roughly evenly
+    small = [counts.get(f"n2/{q}/u{u}", 0) for q in ("n21", "n22", "n23") for u in range(25)]
+    assert min(small) > 5 and max(small) < 50
+    again = build_experiment(copy.deepcopy(data)).workload(0).jobs
+    assert [j.leaf for j in again] == [j.leaf for j in b]
+    assert [j.leaf for j in users.workload(1).jobs] != [j.leaf for j in b]
+
+
+def test_facebook_queue_not_in_the_tree_is_named():
+    data = spec_with(cluster={"resources": ["mem", "cpu"], "servers": [
+                         {"count": 2, "capacity": {"mem": 32, "cpu": 16}}]},
+                     hierarchy={"kind": "paper", "figure": "hdrf-fig10", "users_per_leaf": 2},
+                     workload={"kind": "facebook-bins", "jobs": 5,
+                               "small_queues": ["n2/n29"]})
+    with pytest.raises(SpecError, match="no such queue"):
+        build_experiment(data).workload(0)
 
 
 def test_generators_reproduce_by_seed():
