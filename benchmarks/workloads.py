@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from hierfair.algorithms import make_policy
 from hierfair.datasets import full_binary
@@ -118,14 +119,10 @@ class _Enough(Exception):
     """The decision budget is spent (raised from inside the policy's select)."""
 
 
-def steady_latencies(algorithm: str, instance: Instance, decisions: int) -> np.ndarray:
-    """Wall time (ns) of the first ``decisions`` scheduling decisions after
-    time 0, as the simulator records them; the run stops there.
-
-    Raises NotImplementedError for an algorithm this checkout does not have
-    (asv's way to skip a benchmark).
-    """
-    policy = policy_or_skip(algorithm)
+def steady_decisions(policy: BasePolicy, instance: Instance, decisions: int) -> pd.DataFrame:
+    """The first ``decisions`` scheduling decisions after time 0 (``time``,
+    ``leaf``, ``latency_ns``), as the simulator records them; the run stops
+    there."""
     select = policy.select
     sims: list[Simulator] = []
     left = decisions
@@ -148,7 +145,14 @@ def steady_latencies(algorithm: str, instance: Instance, decisions: int) -> np.n
     except _Enough:
         pass
     table = sims[0].result().decisions
-    return table.loc[table["time"] > 0, "latency_ns"].to_numpy()
+    return table[table["time"] > 0]
+
+
+def steady_latencies(algorithm: str, instance: Instance, decisions: int) -> np.ndarray:
+    """Latencies (ns) of :func:`steady_decisions` for ``algorithm`` by name;
+    NotImplementedError (asv's skip) for one this checkout lacks."""
+    return steady_decisions(policy_or_skip(algorithm), instance, decisions)[
+        "latency_ns"].to_numpy()
 
 
 Stats = dict[tuple[str, int], tuple[int, int] | str]
