@@ -55,6 +55,8 @@ def plot_shares(folder: Path) -> Path | None:
     runs = pd.read_parquet(folder / "runs.parquet")
     h = exp.hierarchy
     leaves = {h.paths[i] for i in h.leaves}
+    if len(leaves) > MAX_CURVES:  # many users: draw their ancestors' shares instead
+        leaves = set(curve_groups(pd.Series(sorted(leaves))))
     data = leaf_dominant_shares(alloc, exp.cluster.resources, exp.cluster.total, leaves)
     if data.empty:
         return None
@@ -84,6 +86,22 @@ def plot_shares(folder: Path) -> Path | None:
 #: times later; 100 % is the most it can gain).
 IMPROVEMENT_FLOOR = -200.0
 MAX_PAIRS = 6
+#: More curves than this in one panel are unreadable: leaves are then drawn
+#: by their ancestor at the deepest level that has at most this many nodes.
+MAX_CURVES = 12
+
+
+def curve_groups(leaves: pd.Series) -> pd.Series:
+    """Each leaf path, or its ancestor at the deepest level with at most
+    :data:`MAX_CURVES` distinct nodes (e.g. 150 users -> the paper's 6 leaves)."""
+    if leaves.nunique() <= MAX_CURVES:
+        return leaves
+    depth = int(leaves.str.count("/").max())
+    for keep in range(depth, 0, -1):
+        cut = leaves.str.split("/").str[:keep].str.join("/")
+        if cut.nunique() <= MAX_CURVES:
+            return cut
+    return leaves.str.split("/").str[0]
 
 
 def improvement_pairs(folder: Path) -> list[tuple[str, str, dict]]:
@@ -117,6 +135,7 @@ def plot_improvement(folder: Path) -> Path | None:
     if data.empty:
         return None
     data["improvement"] = data["improvement"].clip(lower=IMPROVEMENT_FLOOR)
+    data["leaf"] = curve_groups(data["leaf"])  # many users: one curve per group
     sns.set_theme(style="whitegrid", context="notebook")
     grid = sns.displot(data=data, x="improvement", hue="leaf", col="pair", kind="ecdf",
                        col_wrap=min(3, data["pair"].nunique()), height=3.2, aspect=1.4)

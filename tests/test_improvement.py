@@ -236,3 +236,14 @@ def test_the_report_draws_the_improvement_cdf_of_every_compared_pair(tmp_path):
     assert plot_improvement(folder) == folder / "improvement.png"
     assert "![response-time improvement](imp/improvement.png)" in \
         write_report(tmp_path).read_text()
+
+
+def test_many_leaves_are_drawn_by_their_ancestors():
+    from hierfair.report import curve_groups
+
+    users = pd.Series([f"n{i}/n{i}{j}/u{k}" for i in range(2) for j in range(3)
+                       for k in range(25)])
+    groups = curve_groups(users)  # 150 users -> their 6 paper leaves
+    assert groups.nunique() == 6 and groups.iloc[0] == "n0/n00" and groups.iloc[-1] == "n1/n12"
+    few = pd.Series(["a/b", "a/c", "d"])
+    assert curve_groups(few).equals(few)
