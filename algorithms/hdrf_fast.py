@@ -91,6 +91,7 @@ class FastHDRF(BasePolicy):
         self._U = [[0.0] * m for _ in range(n)]
         self._s = [0.0] * n
         self._q = [0.0] * n  # s / w
+        self._score = [0.0] * n  # the walk's key: s / w rounded as the reference rounds
         self._inset = [False] * n  # a leaf of A below
         self._dem = [False] * n  # a demanding leaf below
         self._masks = [0] * n  # bit (1 << support) per demanding leaf below
@@ -125,6 +126,7 @@ class FastHDRF(BasePolicy):
         s = max([a * b for a, b in zip(u, self._inv)])
         self._s[leaf] = s
         self._q[leaf] = s / self._w[leaf]
+        self._score[leaf] = rounded(s / self._w[leaf])
         d = self.state.next_demand(leaf)
         old = self._support[leaf]
         if d is None:
@@ -148,47 +150,50 @@ class FastHDRF(BasePolicy):
         self._inset[leaf] = sup >= 0 and not sup & ~self._Y
 
     def _recompute(self, v: int) -> None:
-        """One internal node from its children: ``rescaled_shares`` for one node."""
+        """One internal node from its children: ``rescaled_shares`` for one node.
+        (The first child's vector is taken as is where the reference adds it to
+        zeros: the same floats, up to the sign of a zero, which no comparison
+        sees.)"""
         kids = self._children[v]
         s, q, w, U = self._s, self._q, self._w, self._U
-        inset, dem = self._inset, self._dem
+        inset, dem, masks, minvec = self._inset, self._dem, self._masks, self._minvec
         least = fallback = _INF
         any_in = any_dem = False
-        masks = 0
+        bits = 0
+        low = None
         for c in kids:
-            if inset[c]:
-                any_in = True
-                if q[c] < least:
-                    least = q[c]
             if dem[c]:
                 any_dem = True
-                if q[c] < fallback:
-                    fallback = q[c]
-            masks |= self._masks[c]
-        if least == _INF:
+                qc = q[c]
+                if qc < fallback:
+                    fallback = qc
+                if inset[c]:
+                    any_in = True
+                    if qc < least:
+                        least = qc
+                bits |= masks[c]
+                mv = minvec[c]
+                low = mv if low is None else tuple(map(min, low, mv))
+        if not any_in:
             least = fallback
-        acc = [0.0] * self._m
+        acc = None
         for c in kids:
+            u = U[c]
             sc = s[c]
             if sc > 0 and least != _INF:
                 k = least * w[c] / sc
                 if k < 1.0:
-                    acc = [a + u * k for a, u in zip(acc, U[c])]
-                    continue
-            acc = [a + u for a, u in zip(acc, U[c])]
+                    u = [x * k for x in u]
+            acc = u if acc is None else [a + x for a, x in zip(acc, u)]
         U[v] = acc
-        sv = max([a * b for a, b in zip(acc, self._inv)])
+        sv = max([a * b for a, b in zip(acc, self._inv)])  # type: ignore[arg-type]
         s[v] = sv
         q[v] = sv / w[v]
+        self._score[v] = rounded(sv / w[v])
         inset[v] = any_in
         dem[v] = any_dem
-        self._masks[v] = masks
-        low = None
-        for c in kids:
-            mv = self._minvec[c]
-            if mv is not None:
-                low = mv if low is None else tuple(map(min, low, mv))
-        self._minvec[v] = low
+        masks[v] = bits
+        minvec[v] = low
 
     def _flush(self) -> None:
         """Re-read the dirty leaves and recompute their ancestors, children first
@@ -258,8 +263,8 @@ class FastHDRF(BasePolicy):
             if low is None or not fits(np.array(low)):
                 blocked.add(v)
                 return None
-        masks, q = self._masks, self._q
-        open_ = [(rounded(q[c]), i, c) for i, c in enumerate(kids)
+        masks, score = self._masks, self._score
+        open_ = [(score[c], i, c) for i, c in enumerate(kids)
                  if masks[c] & allowed and c not in blocked]
         open_.sort()
         first = True
