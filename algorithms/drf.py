@@ -14,6 +14,7 @@ See docs/algorithms.md for what ``backfill`` changes relative to Algorithm 1.
 
 from __future__ import annotations
 
+from operator import mul
 from typing import ClassVar
 
 import numpy as np
@@ -57,9 +58,10 @@ class WeightedDRF(LeafPriorityPolicy):
     def attach(self, state) -> None:  # noqa: ANN001 - SchedulerState
         super().attach(state)
         total = state.cluster.total
-        self._inv_total = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        inv = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        self._inv_total = inv.tolist()  # plain floats: one key per task start and finish
         self._weight = state.hierarchy.weights.tolist()
 
     def key(self, leaf: int) -> float:
-        share = float((self.state.alloc[leaf] * self._inv_total).max()) / self._weight[leaf]
+        share = max(map(mul, self.state.alloc_row(leaf), self._inv_total)) / self._weight[leaf]
         return round(share, KEY_DECIMALS)

@@ -37,7 +37,8 @@ from hierfair.treewalk import TreeWalkPolicy
 
 
 class SlotIndex:
-    """Placement by slots: the same interface as :class:`~hierfair.placement.ServerIndex`.
+    """Placement by slots: the same interface as :class:`~hierfair.sim.placement.ServerIndex`
+    (demands come as arrays in queries, as float tuples in updates).
 
     ``free_total`` is capacity minus *committed* demand and goes negative when
     servers are over-subscribed, so recorded utilisation can exceed 1.  A task
@@ -88,12 +89,15 @@ class SlotIndex:
     def saturated(self) -> np.ndarray:
         return self.free_total <= 0
 
-    def allocate(self, server: int, demand: np.ndarray) -> None:
+    def free_of(self, server: int) -> np.ndarray:
+        return self.capacity[server] - self.committed[server]
+
+    def allocate(self, server: int, demand: tuple[float, ...]) -> None:
         self.slots[server] -= 1
         self.committed[server] += demand
         self.free_total -= demand
 
-    def release(self, server: int, demand: np.ndarray) -> None:
+    def release(self, server: int, demand: tuple[float, ...]) -> None:
         if self.slots[server] == 0:
             self._reopen(server)
         self.slots[server] += 1

@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 
 from hierfair.runner import simulate
-from hierfair.spec import AlgorithmSpec, load_spec
+from hierfair.spec import load_spec
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from throughput import ROOT, algorithm  # noqa: E402 - a sibling script
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,9 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=25, help="functions to list (default 25)")
     args = ap.parse_args(argv)
     exp = load_spec(args.spec)
-    # a label of the spec, or any algorithm by name on the spec's workload
-    algo = next((a for a in exp.spec.algorithms if a.display == args.algorithm),
-                AlgorithmSpec(name=args.algorithm))
+    algo = algorithm(exp, args.algorithm)
     seed = exp.spec.seeds[0]
     exp.workload(seed)  # build (and parse) outside the profile
     profile = cProfile.Profile()

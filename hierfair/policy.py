@@ -34,6 +34,11 @@ class SchedulerState(Protocol):
     #: Running tasks per node (internal nodes: sum over the subtree).
     running: np.ndarray
 
+    def alloc_row(self, node: int) -> list[float]:
+        """``alloc[node]`` as plain floats, for per-node arithmetic in Python
+        (cheaper than a numpy row); read it, never modify it."""
+        ...
+
     @property
     def now(self) -> float: ...
 
@@ -163,7 +168,7 @@ class LeafPriorityPolicy(BasePolicy):
     def attach(self, state: SchedulerState) -> None:
         super().attach(state)
         self._heap: list[tuple[Any, int, int]] = []
-        self._version = np.zeros(state.hierarchy.n_nodes, dtype=np.int64)
+        self._version = [0] * state.hierarchy.n_nodes  # plain ints: read per decision
         self._parked: list[tuple[Any, int, int]] = []
         self._parked_epoch = state.release_epoch
         self._backfill = bool(getattr(self.params, "backfill", True))
@@ -175,7 +180,7 @@ class LeafPriorityPolicy(BasePolicy):
         version = self._version
         version[leaf] += 1
         if self.state.pending(leaf) > 0:
-            heapq.heappush(self._heap, (self.key(leaf), leaf, int(version[leaf])))
+            heapq.heappush(self._heap, (self.key(leaf), leaf, version[leaf]))
         if len(self._heap) > 4 * len(version) + 64:
             # Drop stale entries so the heap stays O(leaves), not O(events).
             self._heap = [e for e in self._heap if e[2] == version[e[1]]]

@@ -1,0 +1,2 @@
+"""The simulator kernel, split by data path (see :mod:`hierfair.simulator`,
+the public entry point)."""

@@ -1,0 +1,203 @@
+"""The task and job ledger: who waits where, who runs where, and since when.
+
+Tasks move through an explicit state machine::
+
+    WAITING --arrival--> PENDING --start--> RUNNING --finish--> FINISHED
+                            ^                  |
+                            +--preempt / kill--+
+
+A leaf serves its jobs first-in-first-out: the next task of a leaf is the
+oldest pending task (re-queued ones first) of the oldest job that still has
+one.  Per-task and per-job columns are ``array.array``s of machine numbers:
+compact for millions of tasks, and read and written as plain Python scalars
+on the per-task path (a numpy scalar costs more than the arithmetic).
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections import deque
+from enum import IntEnum
+
+import numpy as np
+
+from hierfair.errors import PolicyError
+from hierfair.model import Job
+
+
+class TaskState(IntEnum):
+    WAITING = 0  # its job has not arrived yet
+    PENDING = 1  # queued at its leaf
+    RUNNING = 2
+    FINISHED = 3
+
+
+WAITING, PENDING, RUNNING, FINISHED = (int(s) for s in TaskState)
+
+_NAN = float("nan")
+
+
+def _filled(code: str, value: float, n: int) -> array:
+    return array(code, [value]) * n
+
+
+class Ledger:
+    """Per-task and per-job state, leaf queues and what runs on each server."""
+
+    def __init__(self, jobs: tuple[Job, ...], n_nodes: int, n_servers: int) -> None:
+        for i, job in enumerate(jobs):
+            if job.id != i:
+                raise ValueError("workload jobs must be numbered 0..n-1 in order")
+        self.jobs = jobs
+        n_jobs = len(jobs)
+        sizes = [j.n_tasks for j in jobs]
+        self.offset = array("q", [0])
+        for size in sizes:
+            self.offset.append(self.offset[-1] + size)
+        n_tasks = self.offset[-1]
+        self.n_tasks = n_tasks
+        self.job_leaf = [j.leaf for j in jobs]
+        # -- per task
+        self.task_job = array("q", np.repeat(np.arange(n_jobs, dtype=np.int64), sizes).tobytes())
+        self.state = bytearray(n_tasks)  # TaskState values
+        self.server = _filled("q", -1, n_tasks)
+        self.start = _filled("d", _NAN, n_tasks)
+        self.finish = _filled("d", _NAN, n_tasks)
+        self.seq = _filled("q", -1, n_tasks)  # order of the last start
+        self.left = array("d", (np.concatenate([j.durations for j in jobs]).astype(np.float64)
+                                if n_jobs else np.zeros(0)).tobytes())  # work still to do
+        self.factor = _filled("d", 1.0, n_tasks)  # slowdown of the current attempt
+        self.attempt = _filled("q", 0, n_tasks)
+        self.ran = _filled("d", 0.0, n_tasks)  # wall time spent running, all attempts
+        self.attempt_row = _filled("q", -1, n_tasks)  # the current attempt's recorded row
+        self.started = 0
+        self.unfinished = n_tasks
+        # -- per job
+        self.job_next = _filled("q", 0, n_jobs)
+        self.job_requeued: dict[int, deque[int]] = {}
+        self.job_queued = bytearray(n_jobs)
+        self.job_left = array("q", sizes)
+        self.job_first = _filled("d", _NAN, n_jobs)
+        self.job_finish = _filled("d", _NAN, n_jobs)
+        self.job_arrival = _filled("d", _NAN, n_jobs)
+        self.job_running = _filled("q", 0, n_jobs)
+        self.job_alloc = _filled("d", 0.0, n_jobs)  # time with >= 1 task running
+        self.job_alloc_since = _filled("d", _NAN, n_jobs)
+        self.job_preempted = _filled("q", 0, n_jobs)
+        self.job_ran = _filled("d", 0.0, n_jobs)  # task-seconds of ended attempts
+        self.job_start_sum = _filled("d", 0.0, n_jobs)  # sum of running tasks' start times
+        # -- per leaf and server
+        self.queues: list[list[int]] = [[] for _ in range(n_nodes)]  # job ids, ascending
+        self.pending = [0] * n_nodes
+        self.leaf_last_job = [-1] * n_nodes
+        self.on_server: list[set[int]] = [set() for _ in range(n_servers)]
+
+    def transition(self, task: int, old: int, new: int) -> None:
+        state = self.state
+        if state[task] != old:
+            raise PolicyError(f"task {task}: illegal transition "
+                              f"{TaskState(state[task]).name} -> {TaskState(new).name}")
+        state[task] = new
+
+    def states(self) -> np.ndarray:
+        return np.frombuffer(bytes(self.state), dtype=np.int8)
+
+    # -- queues ----------------------------------------------------------------
+    def arrive(self, job_id: int, now: float) -> None:
+        lo, hi = self.offset[job_id], self.offset[job_id + 1]
+        if self.state[lo:hi].count(WAITING) != hi - lo:
+            raise PolicyError(f"job {job_id} arrived twice")
+        self.state[lo:hi] = bytes([PENDING]) * (hi - lo)
+        self.job_arrival[job_id] = now
+        self.pending[self.job_leaf[job_id]] += hi - lo
+        self._enqueue(job_id)
+
+    def _enqueue(self, job_id: int) -> None:
+        if not self.job_queued[job_id]:
+            bisect.insort(self.queues[self.job_leaf[job_id]], job_id)
+            self.job_queued[job_id] = 1
+
+    # -- running ---------------------------------------------------------------
+    def launch(self, job_id: int, leaf: int, server: int, now: float) -> int:
+        """Start the job's next pending task (re-queued ones first) on
+        ``server``; returns the task."""
+        requeued = self.job_requeued.get(job_id)
+        if requeued:
+            task = requeued.popleft()
+        else:
+            task = self.offset[job_id] + self.job_next[job_id]
+            self.job_next[job_id] += 1
+        if not requeued and self.job_next[job_id] == self.offset[job_id + 1] - self.offset[job_id]:
+            queue = self.queues[leaf]
+            queue.pop(bisect.bisect_left(queue, job_id))  # the job has no pending task left
+            self.job_queued[job_id] = 0
+        if self.state[task] != PENDING:
+            self.transition(task, PENDING, RUNNING)  # raises
+        self.state[task] = RUNNING
+        if self.job_running[job_id] == 0:
+            self.job_alloc_since[job_id] = now
+            if self.job_first[job_id] != self.job_first[job_id]:  # NaN: its first start
+                self.job_first[job_id] = now
+        self.job_running[job_id] += 1
+        self.job_start_sum[job_id] += now
+        self.leaf_last_job[leaf] = job_id
+        self.pending[leaf] -= 1
+        self.server[task] = server
+        self.start[task] = now
+        self.seq[task] = self.started
+        self.started += 1
+        self.on_server[server].add(task)
+        return task
+
+    def stop(self, task: int, now: float) -> int:
+        """Bookkeeping shared by finishing and interrupting; returns the job."""
+        job_id = self.task_job[task]
+        self.on_server[self.server[task]].discard(task)
+        start = self.start[task]
+        self.ran[task] += now - start
+        self.job_ran[job_id] += now - start
+        self.job_start_sum[job_id] -= start
+        self.job_running[job_id] -= 1
+        if self.job_running[job_id] == 0:
+            self.job_alloc[job_id] += now - self.job_alloc_since[job_id]
+        return job_id
+
+    def finished(self, task: int, job_id: int, now: float) -> bool:
+        """A stopped task is done; returns whether its job is done too."""
+        self.finish[task] = now
+        self.left[task] = 0.0
+        self.unfinished -= 1
+        self.job_left[job_id] -= 1
+        if self.job_left[job_id]:
+            return False
+        self.job_finish[job_id] = now
+        return True
+
+    def requeue(self, task: int, job_id: int, work_left: float) -> None:
+        """A stopped task waits again with ``work_left``; its pending finish
+        event is now stale (the attempt number moved on)."""
+        self.left[task] = work_left
+        self.attempt[task] += 1
+        self.job_requeued.setdefault(job_id, deque()).append(task)
+        self.pending[self.job_leaf[job_id]] += 1
+        self._enqueue(job_id)
+
+    # -- queries ---------------------------------------------------------------
+    def running_tasks(self) -> list[int]:
+        """Running task ids, earliest started first."""
+        return sorted((t for tasks in self.on_server for t in tasks), key=self.seq.__getitem__)
+
+    def job_times(self, job: int, now: float) -> tuple[float, float, float]:
+        alloc = self.job_alloc[job]
+        running = self.job_running[job]
+        if running > 0:
+            alloc += now - self.job_alloc_since[job]
+        alive = now - self.job_arrival[job]
+        ran = self.job_ran[job] + running * now - self.job_start_sum[job]
+        return alloc, max(0.0, alive - alloc), ran
+
+    def column(self, name: str) -> np.ndarray:
+        """A copy of a per-task or per-job column as numpy."""
+        col = getattr(self, name)
+        return np.frombuffer(col, dtype=np.int64 if col.typecode == "q" else np.float64).copy()

@@ -1,0 +1,327 @@
+"""The event loop: applies events, asks the policy, starts and stops tasks.
+
+Time jumps from event to event (:mod:`hierfair.sim.events`).  All events that
+share a timestamp are applied first, and only then does the scheduling loop
+run: the policy may first ask to preempt running tasks; then the simulator
+asks it for the next leaf to serve, places that leaf's next task on a server,
+and repeats until the policy answers ``None``.  Nothing depends on hash order
+or the wall clock, so the same inputs always give the same schedule.
+
+A task that is preempted, killed with its server, or fails goes back to
+PENDING at its leaf.  Under ``restart`` its work is lost (counted as wasted
+work); under ``checkpoint`` it resumes with the work left, plus a fixed
+restore ``overhead``.
+
+The wall time of every scheduling decision is recorded: ``perf_counter_ns``
+around the policy's ``select`` plus the policy's own bookkeeping in the
+notifications since the previous decision, so lazy and eager recomputation
+are charged alike.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass
+from time import monotonic, perf_counter_ns
+from typing import Any, Literal
+
+from hierfair.errors import PolicyError
+from hierfair.model import Cluster, Hierarchy, Job, Workload
+from hierfair.policy import BasePolicy
+from hierfair.sim.events import ARRIVAL, DOWN, FINISH, TASK_FAIL, UP, Event, Faults
+from hierfair.sim.ledger import FINISHED, PENDING, RUNNING, Ledger
+from hierfair.sim.placement import Index, Placement, ServerIndex
+from hierfair.sim.recording import ATTEMPT_FINISHED, OUTCOMES, Recorder
+from hierfair.sim.result import SimulationResult, tables
+from hierfair.sim.usage import NodeUsage
+from hierfair.sim.view import PolicyView
+
+
+class RunTimeout(Exception):
+    """The run passed its wall-clock deadline (``Simulator(deadline=...)``)."""
+
+
+@dataclass(frozen=True)
+class Interruptions:
+    """What happens to a task that stops before finishing."""
+
+    mode: Literal["restart", "checkpoint"] = "restart"
+    overhead: float = 0.0  # checkpoint: seconds added to resume
+
+
+class Simulator(PolicyView):
+    """Runs one policy on one cluster, hierarchy and workload."""
+
+    def __init__(self, cluster: Cluster, hierarchy: Hierarchy, workload: Workload,
+                 policy: BasePolicy, placement: Placement = "first-fit",
+                 deadline: float | None = None, interruptions: Interruptions | None = None,
+                 faults: Faults | None = None) -> None:
+        self.cluster = cluster
+        self.hierarchy = hierarchy
+        self.workload = workload
+        self.policy = policy
+        self._jobs = workload.jobs
+        self._ledger = Ledger(workload.jobs, hierarchy.n_nodes, cluster.n_servers)
+        self._index: Index = (policy.make_index(cluster, placement)
+                              or ServerIndex(cluster.capacities, placement))
+        self._usage = NodeUsage(hierarchy, cluster.n_resources)
+        self._rec = Recorder(cluster.resources)
+        self._mode = interruptions or Interruptions()
+        self._faults = faults or Faults()
+        self._task_failures = self._faults.task_failure > 0
+        self._need = [tuple(j.demand.tolist()) for j in self._jobs]  # plain floats
+        self._released_by: dict[int, list[int]] = {}  # job -> jobs waiting for it
+        for job in self._jobs:
+            if job.after >= 0:
+                self._released_by.setdefault(job.after, []).append(job.id)
+        self._scale = [t if t > 0 else 1 for t in self._index.total.tolist()]
+        self._now = 0.0
+        self._down = [0] * cluster.n_servers  # outages in progress
+        self._wasted = 0.0
+        self._events: list[Event] = []
+        self._dirty: set[int] = set()  # leaves whose allocation changed this step
+        self._overhead_ns = 0  # policy notification time not yet charged to a decision
+        self._manual = False
+        self._deadline = deadline  # a time.monotonic() value
+        self._ticks = 0
+        # What policies call per decision, bound straight to the data it reads.
+        self.pending = self._ledger.pending.__getitem__  # type: ignore[method-assign]
+        self.alloc_row = self._usage.rows.__getitem__  # type: ignore[method-assign]
+        self.fits = self._index.fits  # type: ignore[method-assign]
+        policy.attach(self)
+
+    # -- running -------------------------------------------------------------
+    def run(self) -> SimulationResult:
+        """Simulate until every task has finished (or nothing more can run)."""
+        if self._manual:
+            raise RuntimeError("this simulator was stepped by hand; build a new one to run")
+        events, led = self._events, self._ledger
+        for job in self._jobs:
+            if job.after < 0:  # the others arrive when the job they wait for finishes
+                heapq.heappush(events, (job.submit, ARRIVAL, job.id, 0))
+        self._faults.plan(events, self.cluster.n_servers)
+        attempt = led.attempt
+        while events and led.unfinished:
+            self._tick()
+            now = events[0][0]
+            self._now = now
+            while events and events[0][0] == now:
+                _, kind, key, tried = heapq.heappop(events)
+                if kind == FINISH:
+                    if tried == attempt[key]:
+                        self._finish(key)
+                elif kind == TASK_FAIL:
+                    if tried == attempt[key]:
+                        self._interrupt(key, "failed")
+                elif kind == DOWN:
+                    self._server_down(key)
+                elif kind == UP:
+                    self._server_up(key)
+                else:
+                    self._arrive(key)
+            self._schedule()
+            self._record_step()
+        return self.result()
+
+    def _tick(self) -> None:
+        """Count work; every 1024 ticks, stop if past the deadline."""
+        self._ticks += 1
+        if self._deadline is not None and not self._ticks & 1023 and monotonic() > self._deadline:
+            raise RunTimeout(f"time ran out at simulated time {self._now:g}")
+
+    # Manual stepping, used by `hierfair allocate` to replay the papers' static
+    # examples: everything arrives at once, then tasks finish one at a time.
+    def submit_all(self) -> None:
+        """Every job arrives now; then schedule until nothing more fits."""
+        self._manual = True
+        for job in self._jobs:
+            self._arrive(job.id)
+        self._schedule()
+        self._record_step()
+
+    def finish_earliest(self) -> bool:
+        """The earliest-started running task finishes; then schedule again.
+
+        Returns False when no task is running.
+        """
+        self._manual = True
+        running = self._ledger.running_tasks()
+        if not running:
+            return False
+        self._now += 1.0  # one churn step per unit of (fictitious) time
+        self._finish(running[0])
+        self._schedule()
+        self._record_step()
+        return True
+
+    # -- transitions ---------------------------------------------------------
+    def _notify(self, call: Callable[..., Any], *args: Any) -> None:
+        t0 = perf_counter_ns()
+        call(*args)
+        self._overhead_ns += perf_counter_ns() - t0
+
+    def _arrive(self, job_id: int) -> None:
+        self._ledger.arrive(job_id, self._now)
+        self._notify(self.policy.on_job_arrival, self._jobs[job_id])
+
+    def _start(self, leaf: int) -> Job:
+        """Start ``leaf``'s next task on the server placement picks; returns its job."""
+        led = self._ledger
+        queue = led.queues[leaf]
+        if not queue:
+            raise PolicyError(f"policy selected leaf {self.hierarchy.paths[leaf]!r}, "
+                              "which has no pending task")
+        job_id = queue[0]
+        job = self._jobs[job_id]
+        index = self._index
+        server = index.choose(job.demand)
+        if server is None:
+            raise PolicyError(f"policy selected leaf {self.hierarchy.paths[leaf]!r}, "
+                              "whose next task fits on no server")
+        now = self._now
+        task = led.launch(job_id, leaf, server, now)
+        need = self._need[job_id]
+        index.allocate(server, need)
+        self._usage.add(leaf, need)
+        self._dirty.add(leaf)
+        factor = index.duration_factor(server)
+        led.factor[task] = factor
+        led.attempt_row[task] = self._rec.attempt(task, server, now)
+        duration, attempt = led.left[task] * factor, led.attempt[task]
+        heapq.heappush(self._events, self._faults.attempt_end(task, attempt, now, duration)
+                       if self._task_failures else (now + duration, FINISH, task, attempt))
+        return job
+
+    def _stop(self, task: int, old: int, new: int) -> int:
+        """Bookkeeping shared by finishing and interrupting; returns the job."""
+        led = self._ledger
+        if led.state[task] != old:
+            led.transition(task, old, new)  # raises
+        led.state[task] = new
+        job_id = led.stop(task, self._now)
+        leaf, need = led.job_leaf[job_id], self._need[job_id]
+        self._index.release(led.server[task], need)
+        self._usage.remove(leaf, need)
+        self._dirty.add(leaf)
+        return job_id
+
+    def _finish(self, task: int) -> None:
+        led = self._ledger
+        job_id = self._stop(task, RUNNING, FINISHED)
+        now = self._now
+        self._rec.end_attempt(led.attempt_row[task], now, ATTEMPT_FINISHED)
+        done = led.finished(task, job_id, now)
+        job = self._jobs[job_id]
+        t0 = perf_counter_ns()
+        self.policy.on_task_finish(job.leaf, job.demand)
+        if done:
+            self.policy.on_job_completion(job)
+            for waiting in self._released_by.get(job_id, ()):
+                heapq.heappush(self._events, (max(now, self._jobs[waiting].submit),
+                                              ARRIVAL, waiting, 0))
+        self._overhead_ns += perf_counter_ns() - t0
+
+    def _interrupt(self, task: int, outcome: str, beneficiary: int = -1) -> float:
+        """Stop a running task early and queue it again; returns the lost work."""
+        led = self._ledger
+        job_id = self._stop(task, RUNNING, PENDING)
+        now = self._now
+        elapsed = now - led.start[task]
+        left = led.left[task]
+        if self._mode.mode == "checkpoint":
+            left = max(0.0, left - elapsed / led.factor[task]) + self._mode.overhead
+            lost = 0.0
+        else:
+            lost = elapsed
+        self._wasted += lost
+        self._rec.end_attempt(led.attempt_row[task], now, OUTCOMES.index(outcome))
+        led.requeue(task, job_id, left)
+        job = self._jobs[job_id]
+        if outcome == "preempted":
+            led.job_preempted[job_id] += 1
+            self._rec.preemptions.append(now, task, job_id, job.leaf, beneficiary, lost)
+        self._notify(self.policy.on_task_finish, job.leaf, job.demand)
+        return lost
+
+    # -- faults --------------------------------------------------------------
+    def _server_down(self, server: int) -> None:
+        """An outage starts; overlapping outages keep the server down until
+        the last one ends."""
+        self._down[server] += 1
+        if self._down[server] > 1:
+            return
+        led = self._ledger
+        for task in sorted(led.on_server[server], key=led.seq.__getitem__):
+            self._interrupt(task, "killed")
+        self._index.set_down(server)
+
+    def _server_up(self, server: int) -> None:
+        self._down[server] -= 1
+        if self._down[server] > 0:
+            return
+        self._index.set_up(server)
+        if self._faults.mtbf:
+            self._faults.next_failure(self._events, server, self._now)
+
+    # -- scheduling ------------------------------------------------------------
+    def _schedule(self) -> None:
+        """Preempt what the policy asks and start the beneficiary's task in the
+        room made (a preemption is a swap, or the room could go to someone
+        else and the policy would ask again forever); then place tasks until
+        the policy says stop; repeat while it keeps asking (bounded)."""
+        for _ in range(self._ledger.n_tasks + 1):
+            t0 = perf_counter_ns()
+            requests = self.policy.preemptions()
+            self._overhead_ns += perf_counter_ns() - t0
+            for task, beneficiary in requests:
+                if self._ledger.state[task] != RUNNING:
+                    raise PolicyError(f"policy asked to preempt task {task}, "
+                                      "which is not running")
+                self._interrupt(task, "preempted", beneficiary)
+            swapped = 0
+            for leaf in dict.fromkeys(b for _, b in requests if b >= 0):
+                demand = self.next_demand(leaf)
+                if demand is not None and self._index.fits(demand):
+                    self._begin(leaf, self._overhead_ns)
+                    self._overhead_ns = 0
+                    swapped += 1
+            self._place()
+            if not requests or not swapped:
+                return
+
+    def _begin(self, leaf: int, spent: int) -> None:
+        """Start ``leaf``'s next task and record the decision (``spent`` ns so far)."""
+        demand = self._start(leaf).demand
+        t0 = perf_counter_ns()
+        self.policy.on_task_start(leaf, demand)
+        self._rec.decision(self._now, leaf, spent + perf_counter_ns() - t0)
+
+    def _place(self) -> None:
+        """Ask the policy for leaves until it answers None."""
+        select = self.policy.select
+        while True:
+            self._tick()
+            t0 = perf_counter_ns()
+            leaf = select()
+            spent = perf_counter_ns() - t0 + self._overhead_ns
+            self._overhead_ns = 0
+            if leaf is None:
+                self._rec.decision(self._now, -1, spent)
+                return
+            self._begin(leaf, spent)
+
+    # -- recording -----------------------------------------------------------
+    def _record_step(self) -> None:
+        usage = self._usage
+        if self._dirty:
+            paths = usage.paths
+            nodes = sorted({node for leaf in self._dirty for node in paths[leaf]})
+            self._dirty.clear()
+            self._rec.allocation_rows(self._now, nodes, usage.tasks, usage.rows)
+        used = usage.rows[0]
+        self._rec.utilization_row(self._now, tuple(u / t for u, t in zip(used, self._scale)))
+
+    def result(self) -> SimulationResult:
+        return tables(self._ledger, self._rec, self.hierarchy, self.cluster.resources,
+                      self.workload.source, self._wasted)

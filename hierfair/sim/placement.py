@@ -1,0 +1,272 @@
+"""Where a task goes once the policy has chosen whose task runs next.
+
+Fair-sharing policies decide *whose* task runs; placement decides *which
+server* holds it.  The index keeps every server's free vector and answers two
+questions quickly:
+
+* ``fits(d)`` -- does any server have room for demand ``d``?  Policies ask this
+  many times per decision, then the simulator asks ``choose(d)`` for the same
+  demand, so answers are cached per demand.
+* ``choose(d)`` -- pick a server: *first-fit* (lowest server index with room)
+  or *best-fit* (the server that is left with the least normalised free space).
+
+First-fit keeps, per resource, a shallow tree of maxima over blocks of
+``BRANCH`` servers (1,200 servers: 75 blocks, 5 super-blocks, one root): a
+block whose maxima cannot hold ``d`` is skipped whole, so a search costs
+O(m B log_B S) at worst (the per-resource maxima may come from different
+servers, so the search can backtrack; it never returns a wrong server).  An
+update changes one server and walks up only while a maximum changes, usually
+not past its block.  Cached first-fit answers are kept exact instead of
+dropped: only one server's free space changes per update, so an allocation can
+only move an answer that *was* that server (to a later one, searched from
+there), and a release can only move an answer earlier (to that server, if it
+now fits).  Best-fit compares every server and recomputes after every change.
+
+Every index (this one, or a policy's own, see ``BasePolicy.make_index``) takes
+demands as ``np.ndarray`` in queries and as plain float tuples in updates.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+import numpy as np
+
+Placement = Literal["first-fit", "best-fit"]
+PLACEMENTS: tuple[str, ...] = ("first-fit", "best-fit")
+
+# Demands and capacities are sums of user-supplied floats; a task fits when it
+# exceeds the free amount by no more than this (absolute) slack.
+TOLERANCE = 1e-9
+
+# More cached first-fit answers than this and the cache is dropped: each update
+# touches every cached answer, which only pays while there are few demands.
+_MAX_ANSWERS = 64
+
+_DOWN = -float("inf")
+
+#: Servers per block of the first-fit maxima (and blocks per super-block).
+BRANCH = 16
+
+
+class Index(Protocol):
+    """What the simulator needs from a placement index."""
+
+    total: np.ndarray
+    release_epoch: int  # bumped whenever resources are released
+
+    @property
+    def free_total(self) -> np.ndarray: ...
+
+    @property
+    def saturated(self) -> np.ndarray: ...
+
+    def fits(self, demand: np.ndarray) -> bool: ...
+
+    def choose(self, demand: np.ndarray) -> int | None: ...
+
+    def free_of(self, server: int) -> np.ndarray: ...
+
+    def allocate(self, server: int, need: tuple[float, ...]) -> None: ...
+
+    def release(self, server: int, need: tuple[float, ...]) -> None: ...
+
+    def set_down(self, server: int) -> None: ...
+
+    def set_up(self, server: int) -> None: ...
+
+    def duration_factor(self, server: int) -> float: ...
+
+
+class ServerIndex:
+    """Free resources per server, with fast fit queries and placement."""
+
+    def __init__(self, capacities: np.ndarray, placement: Placement = "first-fit") -> None:
+        if placement not in PLACEMENTS:
+            raise ValueError(f"unknown placement {placement!r}; choose one of {PLACEMENTS}")
+        self.placement = placement
+        self._first = placement == "first-fit"
+        self.capacity = np.array(capacities, dtype=np.float64)
+        self.total = self.capacity.sum(axis=0)
+        self._scale = np.where(self.total > 0, self.total, 1.0)
+        # Plain Python floats: per-task updates touch a few numbers, where a
+        # numpy call would cost more than the arithmetic.
+        self._free_total: list[float] = self.total.tolist()
+        self._resources = range(self.capacity.shape[1])
+        # levels[k][r][i]: the most of resource r free in block i of level k;
+        # level 0 holds every server's free resources
+        self._levels: list[list[list[float]]] = [self.capacity.T.tolist()]
+        while len(self._levels[-1][0]) > 1:
+            self._levels.append([[max(col[i:i + BRANCH]) for i in range(0, len(col), BRANCH)]
+                                 for col in self._levels[-1]])
+        self._free = self._levels[0]
+        self._upper = self._levels[1:]
+        # demand bytes -> (need with tolerance, chosen server or None)
+        self._answers: dict[bytes, tuple[list[float], int | None]] = {}
+        self._matrix = self.capacity.copy() if not self._first else None  # best-fit's view
+        self.release_epoch = 0
+
+    # -- queries -------------------------------------------------------------
+    @property
+    def free(self) -> np.ndarray:
+        """Free resources per server, shape (servers, resources)."""
+        return np.array(self._free).T.copy()
+
+    @property
+    def free_total(self) -> np.ndarray:
+        return np.array(self._free_total)
+
+    @property
+    def saturated(self) -> np.ndarray:
+        """Resources that are fully used cluster-wide (H-DRF §3.4)."""
+        return self.free_total <= TOLERANCE * self._scale
+
+    def free_of(self, server: int) -> np.ndarray:
+        return np.array([col[server] for col in self._free])
+
+    def fits(self, demand: np.ndarray) -> bool:
+        return self.choose(demand) is not None
+
+    def choose(self, demand: np.ndarray) -> int | None:
+        """The server the placement rule picks for ``demand``, or None."""
+        key = demand.tobytes()
+        hit = self._answers.get(key)
+        if hit is not None:
+            return hit[1]
+        if self._first:
+            need = [d - TOLERANCE for d in demand.tolist()]
+            server = self._first_from(0, need)
+            if len(self._answers) >= _MAX_ANSWERS:
+                self._answers.clear()
+        else:
+            need, server = [], self._best_fit(demand)
+        self._answers[key] = (need, server)
+        return server
+
+    def duration_factor(self, server: int) -> float:
+        """How much slower a task starting now on ``server`` runs (never: tasks
+        here get what they demand)."""
+        return 1.0
+
+    # -- updates -------------------------------------------------------------
+    def allocate(self, server: int, need: tuple[float, ...]) -> None:
+        total, free = self._free_total, self._free
+        for r in self._resources:
+            total[r] -= need[r]
+            col = free[r]
+            old = col[server]
+            self._put(server, r, old, old - need[r])
+        self._shrunk(server)
+
+    def release(self, server: int, need: tuple[float, ...]) -> None:
+        total, free = self._free_total, self._free
+        for r in self._resources:
+            total[r] += need[r]
+            col = free[r]
+            old = col[server]
+            self._put(server, r, old, old + need[r])
+        self._grew(server)
+
+    def set_down(self, server: int) -> None:
+        """The server fails: nothing fits on it until :meth:`set_up` (its
+        tasks must have been released first)."""
+        for r, col in enumerate(self._free):
+            self._free_total[r] -= col[server]
+            self._put(server, r, col[server], _DOWN)
+        self._shrunk(server)
+
+    def set_up(self, server: int) -> None:
+        for r, cap in enumerate(self.capacity[server].tolist()):
+            self._put(server, r, self._free[r][server], cap)
+            self._free_total[r] += cap
+        self._grew(server)
+
+    # -- internals -----------------------------------------------------------
+    def _put(self, server: int, r: int, old: float, new: float) -> None:
+        """Set one free amount and carry it up the blocks' maxima."""
+        below = self._free[r]
+        below[server] = new
+        if self._matrix is not None:
+            self._matrix[server, r] = new
+            return
+        i = server
+        for level in self._upper:  # up while the block's maximum changes
+            col = level[r]
+            i //= BRANCH
+            top = col[i]
+            if new > top:
+                col[i] = new
+            elif new < top == old:  # the maximum itself fell: recount the block
+                lo = i * BRANCH
+                new = max(below[lo:lo + BRANCH])
+                if new == top:
+                    return
+                col[i] = new
+            else:
+                return
+            old, below = top, col
+
+    def _room(self, server: int, need: list[float]) -> bool:
+        for col, n in zip(self._free, need):
+            if col[server] < n:
+                return False
+        return True
+
+    def _shrunk(self, server: int) -> None:
+        """``server`` has less room: only answers that were it can move (later)."""
+        answers = self._answers
+        if not self._first:
+            answers.clear()
+            return
+        for key, (need, chosen) in answers.items():
+            if chosen == server and not self._room(server, need):
+                answers[key] = (need, self._first_from(server + 1, need))
+
+    def _grew(self, server: int) -> None:
+        """``server`` has more room: answers after it (or none) may become it."""
+        self.release_epoch += 1
+        answers = self._answers
+        if not self._first:
+            answers.clear()
+            return
+        for key, (need, chosen) in answers.items():
+            if (chosen is None or chosen > server) and self._room(server, need):
+                answers[key] = (need, server)
+
+    def _first_from(self, lo: int, need: list[float]) -> int | None:
+        """The lowest server >= ``lo`` with room for ``need``: the rest of
+        ``lo``'s block, then the blocks after it, level by level upwards."""
+        i = lo
+        for k, level in enumerate(self._levels):
+            found = self._scan(k, i, min((i // BRANCH + 1) * BRANCH, len(level[0])), need)
+            if found is not None:
+                return found
+            i = i // BRANCH + 1
+        return None
+
+    def _scan(self, k: int, start: int, stop: int, need: list[float]) -> int | None:
+        """The lowest server under blocks ``start..stop-1`` of level ``k`` with room."""
+        cols = self._levels[k]
+        for i in range(start, stop):
+            for col, n in zip(cols, need):
+                if col[i] < n:
+                    break
+            else:
+                if not k:
+                    return i
+                lo = i * BRANCH
+                found = self._scan(k - 1, lo, min(lo + BRANCH, len(self._levels[k - 1][0])),
+                                   need)
+                if found is not None:
+                    return found
+        return None
+
+    def _best_fit(self, demand: np.ndarray) -> int | None:
+        free = self._matrix
+        assert free is not None
+        ok = np.all(free >= demand - TOLERANCE, axis=1)
+        if not ok.any():
+            return None
+        leftover = ((free - demand) / self._scale).sum(axis=1)
+        leftover[~ok] = np.inf
+        return int(np.argmin(leftover))  # argmin takes the lowest index on ties

@@ -1,0 +1,107 @@
+"""Columnar, append-only buffers for what a simulation records.
+
+A simulation of millions of tasks appends millions of rows; a dict per row
+would dominate both time and memory.  Each column is an ``array.array`` of a
+fixed machine type, appended to in place and handed to pandas once at the end.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+#: How an attempt ended (attempts.parquet ``outcome``).
+OUTCOMES = ("running", "finished", "preempted", "killed", "failed")
+ATTEMPT_RUNNING, ATTEMPT_FINISHED = 0, 1  # codes into OUTCOMES
+
+
+class Columns:
+    """Named typed columns of equal length (``'d'`` float64, ``'q'`` int64)."""
+
+    def __init__(self, spec: Sequence[tuple[str, str]]) -> None:
+        self._cols = {name: array(code) for name, code in spec}
+        self._order = [name for name, _ in spec]
+
+    def append(self, *values: float) -> None:
+        for name, v in zip(self._order, values, strict=True):
+            self._cols[name].append(v)
+
+    def col(self, name: str) -> array:
+        """The column itself, for callers that append to it in a hot loop
+        (they must keep every column the same length)."""
+        return self._cols[name]
+
+    def set(self, row: int, name: str, value: float) -> None:
+        """Overwrite one cell (e.g. an attempt's end, known only later)."""
+        self._cols[name][row] = value
+
+    def __len__(self) -> int:
+        return len(self._cols[self._order[0]])
+
+    def column(self, name: str) -> np.ndarray:
+        return np.frombuffer(self._cols[name], dtype=self._cols[name].typecode)
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame({name: self.column(name).copy() for name in self._order})
+
+
+class Recorder:
+    """The five recorded tables, with one cheap method per kind of row."""
+
+    def __init__(self, resources: Sequence[str]) -> None:
+        self.allocations = Columns([("time", "d"), ("node", "q"), ("tasks", "q")]
+                                   + [(r, "d") for r in resources])
+        self.utilization = Columns([("time", "d")] + [(r, "d") for r in resources])
+        self.decisions = Columns([("time", "d"), ("leaf", "q"), ("latency_ns", "q")])
+        self.attempts = Columns([("task", "q"), ("server", "q"), ("start", "d"),
+                                 ("end", "d"), ("outcome", "q")])
+        self.preemptions = Columns([("time", "d"), ("task", "q"), ("job", "q"),
+                                    ("victim", "q"), ("beneficiary", "q"), ("lost", "d")])
+        a = self.attempts
+        self._a_task, self._a_server, self._a_start = a.col("task"), a.col("server"), a.col("start")
+        self._a_end, self._a_outcome = a.col("end"), a.col("outcome")
+        d = self.decisions
+        self._d_time, self._d_leaf, self._d_ns = d.col("time"), d.col("leaf"), d.col("latency_ns")
+        al = self.allocations
+        self._al_cols = [al.col(r) for r in resources]
+        self._al_time, self._al_node = al.col("time"), al.col("node")
+        self._al_tasks = al.col("tasks")
+        self._last_util: tuple[float, ...] | None = None
+
+    def attempt(self, task: int, server: int, now: float) -> int:
+        """A task attempt starts; returns its row, to end it later."""
+        row = len(self._a_task)
+        self._a_task.append(task)
+        self._a_server.append(server)
+        self._a_start.append(now)
+        self._a_end.append(np.nan)
+        self._a_outcome.append(ATTEMPT_RUNNING)
+        return row
+
+    def end_attempt(self, row: int, now: float, outcome: int) -> None:
+        self._a_end[row] = now
+        self._a_outcome[row] = outcome
+
+    def decision(self, now: float, leaf: int, ns: int) -> None:
+        self._d_time.append(now)
+        self._d_leaf.append(leaf)
+        self._d_ns.append(ns)
+
+    def allocation_rows(self, now: float, nodes: Sequence[int], tasks: Sequence[int],
+                        rows: Sequence[Sequence[float]]) -> None:
+        """Each node's running tasks and allocation (a row per node, in order)."""
+        for node in nodes:
+            self._al_time.append(now)
+            self._al_node.append(node)
+            self._al_tasks.append(tasks[node])
+            for col, value in zip(self._al_cols, rows[node]):
+                col.append(value)
+
+    def utilization_row(self, now: float, util: tuple[float, ...]) -> None:
+        """Cluster utilisation, recorded only when it changed."""
+        if util != self._last_util:
+            self.utilization.append(now, *util)
+            self._last_util = util

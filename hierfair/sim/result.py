@@ -1,0 +1,89 @@
+"""A finished (or stopped) run's records as tidy tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from hierfair.model import Hierarchy
+from hierfair.sim.ledger import Ledger, TaskState
+from hierfair.sim.recording import OUTCOMES, Recorder
+
+
+@dataclass
+class SimulationResult:
+    """Everything one run recorded, as tidy tables."""
+
+    tasks: pd.DataFrame
+    jobs: pd.DataFrame
+    allocations: pd.DataFrame
+    utilization: pd.DataFrame
+    decisions: pd.DataFrame
+    attempts: pd.DataFrame
+    preemptions: pd.DataFrame
+    resources: tuple[str, ...]
+    makespan: float
+    workload_source: str
+    wasted_work: float = 0.0  # task-seconds lost to preemptions, kills, failures
+
+
+def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple[str, ...],
+           source: str, wasted: float) -> SimulationResult:
+    paths = np.array(hierarchy.paths, dtype=object)
+    jobs = ledger.jobs
+    task_job = ledger.column("task_job")
+    n_tasks = task_job.size
+    attempts = rec.attempts.to_frame()
+    tries = np.bincount(attempts["task"], minlength=n_tasks) if len(
+        attempts) else np.zeros(n_tasks, dtype=np.int64)
+    offset = np.frombuffer(ledger.offset, dtype=np.int64)
+    finish = ledger.column("finish")
+    tasks = pd.DataFrame({
+        "task": np.arange(n_tasks),
+        "job": task_job,
+        "index": np.arange(n_tasks) - offset[task_job],
+        "leaf": paths[[jobs[j].leaf for j in task_job]] if jobs else [],
+        "server": ledger.column("server"),
+        "start": ledger.column("start"),
+        "finish": finish,
+        "attempts": tries,
+        "ran": ledger.column("ran"),
+        "state": pd.Categorical.from_codes(ledger.states(), [s.name.lower() for s in TaskState]),
+    })
+    job_df = pd.DataFrame({
+        "job": np.arange(len(jobs)),
+        "name": [j.name for j in jobs],
+        "leaf": [hierarchy.paths[j.leaf] for j in jobs],
+        "tasks": [j.n_tasks for j in jobs],
+        # when the job arrived: its submit time, or later if it waited for
+        # another job (``after``); NaN if it never arrived
+        "submit": ledger.column("job_arrival"),
+        "after": [j.after for j in jobs],
+        "first_start": ledger.column("job_first"),
+        "finish": ledger.column("job_finish"),
+        "preemptions": ledger.column("job_preempted"),
+    })
+    job_df["wait"] = job_df["first_start"] - job_df["submit"]
+    job_df["completion"] = job_df["finish"] - job_df["submit"]
+    alloc = rec.allocations.to_frame()
+    alloc.insert(1, "path", paths[alloc.pop("node").to_numpy()] if len(alloc) else [])
+    attempts["outcome"] = pd.Categorical.from_codes(attempts["outcome"], OUTCOMES)
+    preempt = rec.preemptions.to_frame()
+    for col in ("victim", "beneficiary"):
+        preempt[col] = [paths[i] if i >= 0 else "" for i in preempt[col]]
+    done = finish[~np.isnan(finish)]
+    return SimulationResult(
+        tasks=tasks,
+        jobs=job_df,
+        allocations=alloc,
+        utilization=rec.utilization.to_frame(),
+        decisions=rec.decisions.to_frame(),
+        attempts=attempts,
+        preemptions=preempt,
+        resources=resources,
+        makespan=float(done.max()) if done.size else 0.0,
+        workload_source=source,
+        wasted_work=wasted,
+    )
