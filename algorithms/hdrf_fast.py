@@ -121,7 +121,7 @@ class FastHDRF(BasePolicy):
     # -- Algorithm 3, incrementally -------------------------------------------------
     def _refresh_leaf(self, leaf: int) -> None:
         """Re-read one leaf from the state: its consumption, queue and flags."""
-        u = self.state.alloc[leaf].tolist()
+        u = list(self.state.alloc_row(leaf))
         self._U[leaf] = u
         s = max([a * b for a, b in zip(u, self._inv)])
         self._s[leaf] = s
