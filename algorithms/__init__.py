@@ -29,7 +29,7 @@ from hierfair.algorithms.mch import MCH
 from hierfair.algorithms.pdrf import PDRF
 from hierfair.algorithms.slots import Slots
 from hierfair.errors import SpecError, from_pydantic
-from hierfair.policy import BasePolicy
+from hierfair.sim.policy import BasePolicy
 
 ALGORITHMS: Mapping[str, type[BasePolicy]] = {
     cls.name: cls

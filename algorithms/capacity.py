@@ -25,7 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from hierfair.treewalk import TreeWalkPolicy
+from hierfair.sim.treewalk import TreeWalkPolicy
 
 
 class NaiveHDRF(TreeWalkPolicy):

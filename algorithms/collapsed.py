@@ -36,9 +36,9 @@ import numpy as np
 from pydantic import BaseModel
 
 from hierfair.errors import SpecError
-from hierfair.model import Cluster, Hierarchy
-from hierfair.policy import BackfillParams, BasePolicy, LeafPriorityPolicy, SchedulerState
-from hierfair.spec_base import Strict
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim.model import Cluster, Hierarchy
+from hierfair.sim.policy import BackfillParams, BasePolicy, LeafPriorityPolicy, SchedulerState
 
 _INF = float("inf")
 
@@ -208,7 +208,7 @@ class IncrementalFlattening(BasePolicy):
       monotone).  So leaves with equal keys usually get a bound equal to their
       key, and ties resolve by index without visiting every tied leaf.
 
-    Parking follows :class:`~hierfair.policy.LeafPriorityPolicy`: a leaf whose
+    Parking follows :class:`~hierfair.sim.policy.LeafPriorityPolicy`: a leaf whose
     task does not fit is skipped until resources are released or the leaf
     changes.  Parked leaves leave the aggregates lazily -- only when a later
     search in the same release epoch would otherwise meet them again -- since

@@ -34,9 +34,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from hierfair.model import Hierarchy, Job
-from hierfair.policy import SchedulerState
-from hierfair.treewalk import TreeWalkPolicy
+from hierfair.sim.model import Hierarchy, Job
+from hierfair.sim.policy import SchedulerState
+from hierfair.sim.treewalk import TreeWalkPolicy
 
 
 def fair_resources(h: Hierarchy, needs: np.ndarray, total: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from hierfair.policy import LeafPriorityPolicy
+from hierfair.sim.policy import LeafPriorityPolicy
 
 #: Shares are rounded to this many decimals in priority keys, so that two
 #: equal shares computed along different float paths tie exactly and the

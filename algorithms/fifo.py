@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from hierfair.policy import LeafPriorityPolicy
+from hierfair.sim.policy import LeafPriorityPolicy
 
 
 class FIFOParams(BaseModel):

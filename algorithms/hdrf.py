@@ -42,16 +42,16 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, Field, field_validator
 
-from hierfair.model import Hierarchy, Workload
-from hierfair.policy import (
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim.model import Hierarchy, Workload
+from hierfair.sim.policy import (
     BasePolicy,
     NoParams,
     SchedulerState,
     room_on_one_server,
     running_by_leaf,
 )
-from hierfair.spec_base import Strict
-from hierfair.treewalk import TreeView, TreeWalkPolicy
+from hierfair.sim.treewalk import TreeView, TreeWalkPolicy
 
 #: Relative tolerance for ties between levels, argmax sets and saturation in
 #: the exact water-filling (shares are in [0, 1]).

@@ -45,8 +45,8 @@ from typing import ClassVar
 import numpy as np
 
 from hierfair.algorithms.hdrf import TIE
-from hierfair.policy import BasePolicy, SchedulerState
-from hierfair.treewalk import SCORE_DECIMALS
+from hierfair.sim.policy import BasePolicy, SchedulerState
+from hierfair.sim.treewalk import SCORE_DECIMALS
 
 _INF = math.inf
 _SCALE = 10.0 ** SCORE_DECIMALS

@@ -34,8 +34,8 @@ from typing import ClassVar
 import numpy as np
 
 from hierfair.algorithms.collapsed import FlatteningPolicy, IncrementalFlattening, round12
-from hierfair.model import Hierarchy
-from hierfair.policy import SchedulerState
+from hierfair.sim.model import Hierarchy
+from hierfair.sim.policy import SchedulerState
 
 _INF = float("inf")
 

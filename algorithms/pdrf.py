@@ -43,8 +43,8 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field, NonNegativeFloat
 
-from hierfair.policy import BasePolicy, SchedulerState, room_on_one_server, running_by_leaf
-from hierfair.spec_base import Strict
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim.policy import BasePolicy, SchedulerState, room_on_one_server, running_by_leaf
 
 KEY_DECIMALS = 12
 

@@ -31,9 +31,9 @@ import numpy as np
 from pydantic import Field, NonNegativeFloat, PositiveInt
 
 from hierfair.errors import SpecError
-from hierfair.model import Cluster
-from hierfair.spec_base import Strict
-from hierfair.treewalk import TreeWalkPolicy
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim.model import Cluster
+from hierfair.sim.treewalk import TreeWalkPolicy
 
 
 class SlotIndex:

@@ -6,9 +6,9 @@ import time
 from pathlib import Path
 
 from hierfair.errors import SpecError
-from hierfair.runner import simulate
-from hierfair.simulator import Simulator
-from hierfair.spec import AlgorithmSpec, Experiment, load_spec
+from hierfair.experiment.runner import simulate
+from hierfair.experiment.spec import AlgorithmSpec, Experiment, load_spec
+from hierfair.sim import Simulator
 
 from .workloads import flat_instance, policy_or_skip, trace_dir
 

@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-from hierfair.allocate import allocate
-from hierfair.model import Hierarchy
-from hierfair.spec import AlgorithmSpec, Experiment, build_experiment
+from hierfair.experiment.allocate import allocate
+from hierfair.experiment.spec import AlgorithmSpec, Experiment, build_experiment
+from hierfair.sim.model import Hierarchy
 
 READINGS = ("literal", "blocked-fits", "frozen", "literal-frozen")
 RESOURCES = ("r0", "r1")

@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from hierfair.runner import simulate
-from hierfair.spec import load_spec
+from hierfair.experiment.runner import simulate
+from hierfair.experiment.spec import load_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from throughput import ROOT, algorithm  # noqa: E402 - a sibling script

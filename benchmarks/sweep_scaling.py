@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from hierfair.spec import read_yaml
-from hierfair.sweep import sweep
+from hierfair.experiment.spec import read_yaml
+from hierfair.experiment.sweep import sweep
 
 SPEC = Path(__file__).resolve().parent.parent / "experiments" / "sweep-example.yaml"
 

@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from hierfair.runner import simulate
-from hierfair.spec import AlgorithmSpec, Experiment, load_spec
+from hierfair.experiment.runner import simulate
+from hierfair.experiment.spec import AlgorithmSpec, Experiment, load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,9 +12,9 @@ from hierfair.algorithms import make_policy
 from hierfair.datasets import full_binary
 from hierfair.datasets.google import CALIBRATION
 from hierfair.errors import SpecError
-from hierfair.model import Cluster, Hierarchy, Job, Workload
-from hierfair.policy import BasePolicy
-from hierfair.simulator import Simulator
+from hierfair.sim import Simulator
+from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
+from hierfair.sim.policy import BasePolicy
 
 Instance = tuple[Cluster, Hierarchy, Workload]
 

@@ -30,7 +30,7 @@ from hierfair.datasets import (
 )
 from hierfair.datasets.base import BuildContext
 from hierfair.errors import SpecError, from_pydantic
-from hierfair.model import Hierarchy, Workload
+from hierfair.sim.model import Hierarchy, Workload
 
 
 @dataclass(frozen=True)

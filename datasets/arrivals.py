@@ -36,9 +36,9 @@ import numpy as np
 from pydantic import Field, ValidationError, model_validator
 
 from hierfair.errors import SpecError, from_pydantic
-from hierfair.limits import MAX_TIME
-from hierfair.model import Cluster, Workload
-from hierfair.spec_base import Strict
+from hierfair.experiment.limits import MAX_TIME
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim.model import Cluster, Workload
 
 
 class Arrivals(Strict):

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from hierfair.errors import SpecError
-from hierfair.limits import MAX_AMOUNT, MAX_TIME, check_range
-from hierfair.model import Cluster, Hierarchy, InputFile, Job, Workload
+from hierfair.experiment.limits import MAX_AMOUNT, MAX_TIME, check_range
+from hierfair.sim.model import Cluster, Hierarchy, InputFile, Job, Workload
 
 DATA_ENV = "HIERFAIR_DATA"
 

@@ -23,8 +23,8 @@ from pydantic import Field, PositiveFloat, PositiveInt
 
 from hierfair.datasets.base import BuildContext, RawJob, finalize
 from hierfair.errors import SpecError
-from hierfair.model import Cluster, Workload
-from hierfair.spec_base import Strict
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim.model import Cluster, Workload
 
 #: Table 1: (node, <CPU, Memory, MIC>, tasks).
 TABLE1 = (

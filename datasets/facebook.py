@@ -40,8 +40,8 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from hierfair.datasets.base import BuildContext, RawJob, finalize
 from hierfair.errors import SpecError
-from hierfair.model import Workload
-from hierfair.spec_base import Strict
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim.model import Workload
 
 #: H-DRF Table 1: (lowest tasks, highest tasks or None, % of Facebook jobs,
 #: jobs in the paper's 100-job schedule).

@@ -22,8 +22,8 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, PositiveInt
 
-from hierfair.model import Hierarchy
-from hierfair.spec_base import Strict
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim.model import Hierarchy
 
 
 class Params(Strict):

@@ -20,9 +20,9 @@ from pydantic import Field, PositiveInt
 
 from hierfair.datasets.base import BuildContext, RawJob, finalize
 from hierfair.errors import SpecError
-from hierfair.limits import Amount, PositiveTime, Time
-from hierfair.model import Workload
-from hierfair.spec_base import Strict
+from hierfair.experiment.limits import Amount, PositiveTime, Time
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim.model import Workload
 
 
 class JobSpec(Strict):

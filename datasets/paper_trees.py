@@ -39,9 +39,9 @@ from pydantic import Field
 
 from hierfair.datasets.tree import from_nested
 from hierfair.errors import SpecError
-from hierfair.limits import Weight
-from hierfair.model import Hierarchy
-from hierfair.spec_base import Strict
+from hierfair.experiment.limits import Weight
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim.model import Hierarchy
 
 
 def _groups(*groups: tuple[str, float, tuple[str, ...]]) -> dict[str, Any]:

@@ -34,8 +34,8 @@ from hierfair.datasets.base import (
     resolve_trace,
 )
 from hierfair.datasets.tables import read_table
-from hierfair.model import Workload
-from hierfair.spec_base import Strict
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim.model import Workload
 
 FIELDS = ("job", "submit", "wait", "run", "procs", "cpu_used", "mem_used", "procs_req",
           "time_req", "mem_req", "status", "user", "group", "executable", "queue", "partition",

@@ -45,8 +45,8 @@ from hierfair.datasets.base import (
     resolve_traces,
 )
 from hierfair.datasets.tables import read_table
-from hierfair.model import Workload
-from hierfair.spec_base import Strict
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim.model import Workload
 
 COLUMNS = ("job", "submit", "gap", "map_input_bytes", "shuffle_bytes", "reduce_output_bytes",
            "input_path", "extra1", "extra2")

@@ -20,9 +20,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from hierfair.errors import SpecError, from_pydantic
-from hierfair.limits import Weight
-from hierfair.model import Hierarchy
-from hierfair.spec_base import Strict
+from hierfair.experiment.limits import Weight
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim.model import Hierarchy
 
 
 class NodeSpec(Strict):

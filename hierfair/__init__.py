@@ -26,8 +26,8 @@ def run(spec: str | Path | dict[str, Any], *, out: str | Path = "results",
     input.  Failed or timed-out runs are rows with ``status`` != "ok".
     """
     from hierfair.errors import SpecError
-    from hierfair.spec import read_yaml
-    from hierfair.sweep import sweep
+    from hierfair.experiment.spec import read_yaml
+    from hierfair.experiment.sweep import sweep
 
     source = "" if isinstance(spec, dict) else str(spec)
     data = spec if isinstance(spec, dict) else read_yaml(spec)

@@ -112,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _bytes(text: str) -> int:
-    from hierfair.limits import parse_bytes
+    from hierfair.experiment.limits import parse_bytes
 
     try:
         return parse_bytes(text)
@@ -125,8 +125,8 @@ def _plans(args: argparse.Namespace) -> list:
     so a typo in the last one does not surface after an hour of work; what the
     user should know about the inputs is said once, on stderr."""
     from hierfair.errors import SpecError
-    from hierfair.spec import read_yaml
-    from hierfair.sweep import plan
+    from hierfair.experiment.spec import read_yaml
+    from hierfair.experiment.sweep import plan
 
     plans = []
     for path in args.specs:
@@ -176,7 +176,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _describe(path: Path) -> str:
-    from hierfair.spec import read_yaml
+    from hierfair.experiment.spec import read_yaml
 
     try:
         data = read_yaml(path)
@@ -186,10 +186,10 @@ def _describe(path: Path) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hierfair.claims import read_verdicts
     from hierfair.errors import SpecError
-    from hierfair.limits import MAX_TIME
-    from hierfair.sweep import Progress, describe_plan, sweep
+    from hierfair.experiment.claims import read_verdicts
+    from hierfair.experiment.limits import MAX_TIME
+    from hierfair.experiment.sweep import Progress, describe_plan, sweep
 
     if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
         raise SpecError(f"must be from 1 to {MAX_JOBS}", where="--jobs", value=args.jobs)
@@ -225,7 +225,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _print_verdicts(name: str, verdicts: list[dict]) -> None:
     """One line per published claim: a refuted claim is a finding, not a failure."""
-    from hierfair.claims import verdict_word
+    from hierfair.experiment.claims import verdict_word
 
     for v in verdicts:
         proxy = " (proxy)" if v.get("proxy") else ""
@@ -241,10 +241,10 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _allocate(args: argparse.Namespace) -> int:
-    from hierfair.allocate import allocate, format_table
     from hierfair.errors import SpecError
-    from hierfair.limits import MAX_SEED, MAX_TASKS
-    from hierfair.spec import AlgorithmSpec, load_spec
+    from hierfair.experiment.allocate import allocate, format_table
+    from hierfair.experiment.limits import MAX_SEED, MAX_TASKS
+    from hierfair.experiment.spec import AlgorithmSpec, load_spec
 
     exp = load_spec(args.spec, data_dir=args.data_dir, max_memory=args.max_memory)
     if not 0 <= args.churn <= MAX_TASKS:

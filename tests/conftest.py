@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hierfair.spec import Experiment, build_experiment
+from hierfair.experiment.spec import Experiment, build_experiment
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ROOT / "experiments"
@@ -56,7 +56,7 @@ def traces() -> Path:
 def broken_fifo(monkeypatch):
     """Every run of ``fifo`` fails with a bug: once the plan has validated a
     spec, only a bug (or a timeout) can make a run fail."""
-    from hierfair import sweep as sweep_module
+    from hierfair.experiment import sweep as sweep_module
 
     real = sweep_module.make_policy
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hierfair.catalogue import catalogue_table, read_catalogue
+from hierfair.experiment.spec import read_yaml
+from hierfair.experiment.sweep import sweep
 from hierfair.report import write_report
-from hierfair.spec import read_yaml
-from hierfair.sweep import sweep
+from hierfair.report.catalogue import catalogue_table, read_catalogue
 
 from .conftest import EXPERIMENTS, ROOT, spec_with
 

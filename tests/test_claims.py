@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from hierfair.claims import _time_statistic, evaluate, expected_verdict
 from hierfair.cli import main
+from hierfair.experiment.claims import _time_statistic, evaluate, expected_verdict
+from hierfair.experiment.spec import build_experiment, load_spec, read_yaml
+from hierfair.experiment.sweep import sweep
 from hierfair.report import write_report
-from hierfair.spec import build_experiment, load_spec, read_yaml
-from hierfair.sweep import sweep
 
 from .conftest import EXPERIMENTS
 
@@ -229,7 +229,7 @@ def test_a_claim_over_failed_or_timed_out_runs_is_na(tmp_path, broken_fifo):
 
 
 def test_seeds_give_a_mean_and_a_95_percent_interval():
-    from hierfair.claims import _aggregate
+    from hierfair.experiment.claims import _aggregate
 
     one = _aggregate([3.0])
     assert (one.value, one.seeds, one.ci95) == (3.0, 1, 0.0)

@@ -7,10 +7,10 @@ import pytest
 
 from hierfair.algorithms.collapsed import collapsed_weights
 from hierfair.algorithms.mch import mch_weights
-from hierfair.allocate import allocate
 from hierfair.cli import main
-from hierfair.model import Hierarchy
-from hierfair.spec import load_spec
+from hierfair.experiment.allocate import allocate
+from hierfair.experiment.spec import load_spec
+from hierfair.sim.model import Hierarchy
 
 from .conftest import EXPERIMENTS, experiment
 

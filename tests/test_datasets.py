@@ -19,8 +19,8 @@ from hierfair.datasets.facebook import job_sizes
 from hierfair.datasets.google import CALIBRATION, job_table, read_task_events
 from hierfair.datasets.swim import read_swim
 from hierfair.errors import SpecError
-from hierfair.model import Hierarchy
-from hierfair.spec import build_experiment, load_spec
+from hierfair.experiment.spec import build_experiment, load_spec
+from hierfair.sim.model import Hierarchy
 
 from .conftest import EXPERIMENTS, ROOT, spec_with
 

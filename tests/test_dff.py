@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from hierfair.algorithms.dff import fair_resources, fairness
-from hierfair.allocate import allocate
-from hierfair.model import Hierarchy
-from hierfair.spec import load_spec
+from hierfair.experiment.allocate import allocate
+from hierfair.experiment.spec import load_spec
+from hierfair.sim.model import Hierarchy
 
 from .conftest import EXPERIMENTS
 

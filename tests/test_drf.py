@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hierfair.algorithms.drf import dominant_share, dominant_shares
-from hierfair.allocate import allocate
 from hierfair.cli import main
-from hierfair.spec import AlgorithmSpec, load_spec
+from hierfair.experiment.allocate import allocate
+from hierfair.experiment.spec import AlgorithmSpec, load_spec
 
 from .conftest import EXPERIMENTS, experiment
 

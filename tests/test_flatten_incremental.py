@@ -25,9 +25,9 @@ from hierfair.algorithms.collapsed import (
 )
 from hierfair.algorithms.mch import MCH, MCHReference
 from hierfair.datasets import full_binary
-from hierfair.model import Cluster, Hierarchy, Job, Workload
-from hierfair.policy import BasePolicy
-from hierfair.simulator import Simulator
+from hierfair.sim import Simulator
+from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
+from hierfair.sim.policy import BasePolicy
 
 from .test_hdrf_properties import trees
 

@@ -8,10 +8,10 @@ import copy
 import numpy as np
 import pytest
 
-from hierfair.allocate import Allocation, allocate
-from hierfair.results import time_average
-from hierfair.runner import simulate
-from hierfair.spec import AlgorithmSpec, build_experiment, load_spec, read_yaml
+from hierfair.experiment.allocate import Allocation, allocate
+from hierfair.experiment.results import time_average
+from hierfair.experiment.runner import simulate
+from hierfair.experiment.spec import AlgorithmSpec, build_experiment, load_spec, read_yaml
 
 from .conftest import EXPERIMENTS
 

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from hierfair.algorithms import make_policy
 from hierfair.algorithms.hdrf_fast import rounded
-from hierfair.allocate import allocate
-from hierfair.model import Cluster, Hierarchy, Job, Workload
-from hierfair.simulator import Faults, Simulator
-from hierfair.spec import load_spec
+from hierfair.experiment.allocate import allocate
+from hierfair.experiment.spec import load_spec
+from hierfair.sim import Faults, Simulator
+from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
 
 from .conftest import EXPERIMENTS
 from .test_hdrf_properties import trees
@@ -41,7 +41,7 @@ def simulations(draw, max_depth: int = 4):
         servers[0][-1] = 4.0
     cluster = Cluster(tuple(f"r{j}" for j in range(m)), np.array(servers))
     jobs = []
-    for i in range(draw(st.integers(1, 14))):
+    for _ in range(draw(st.integers(1, 14))):
         leaf = draw(st.sampled_from(h.leaves))
         demand = [float(draw(st.integers(0, 3))) for _ in range(m)]
         if not any(demand):

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hierfair.algorithms.hdrf import static_hdrf
-from hierfair.allocate import allocate
-from hierfair.model import Hierarchy
-from hierfair.spec import AlgorithmSpec, build_experiment
+from hierfair.experiment.allocate import allocate
+from hierfair.experiment.spec import AlgorithmSpec, build_experiment
+from hierfair.sim.model import Hierarchy
 
 RES = ["r0", "r1", "r2", "r3"]
 # Theorem 1 holds for hdrf's default reading (literal-frozen); Algorithm 3 as

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from benchmarks.hdrf_readings import measure, tree_spec
 from hierfair.algorithms import make_policy
-from hierfair.allocate import allocate
-from hierfair.spec import AlgorithmSpec, build_experiment, load_spec
+from hierfair.experiment.allocate import allocate
+from hierfair.experiment.spec import AlgorithmSpec, build_experiment, load_spec
 
 from .conftest import EXPERIMENTS
 

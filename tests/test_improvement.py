@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 
 from hierfair.errors import SpecError
-from hierfair.improvement import (
+from hierfair.experiment.improvement import (
     cdf_by,
     cdf_points,
     improvement_between,
     per_leaf,
     response_time_improvement,
 )
-from hierfair.sweep import sweep
+from hierfair.experiment.sweep import sweep
 
 
 def jobs(*rows: tuple[int, str, float, float, float]) -> pd.DataFrame:

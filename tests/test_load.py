@@ -8,8 +8,8 @@ import pytest
 
 from hierfair.datasets.arrivals import offered_load
 from hierfair.errors import SpecError
+from hierfair.experiment.sweep import sweep
 from hierfair.report import write_report
-from hierfair.sweep import sweep
 
 from .conftest import experiment, spec_with
 
@@ -130,7 +130,7 @@ def test_sequential_arrivals_wait_for_the_previous_job_of_their_leaf(tmp_path):
 
 def test_closed_loop_improvement_can_exceed_100_percent(tmp_path):
     # H-DRF §5.2 footnote 8: a job that starts much earlier under A than under B.
-    from hierfair.improvement import improvement_between
+    from hierfair.experiment.improvement import improvement_between
 
     chain = {"jobs": [
         {"queue": "B", "tasks": 18, "demand": {"cpu": 1, "mem": 1}, "duration": 10},
@@ -156,7 +156,7 @@ def test_the_report_gives_means_and_intervals_over_seeds(tmp_path):
     write_report(tmp_path)
     readme = (tmp_path / "README.md").read_text()
     assert "Across seeds (mean ± half-width of the 95 % interval)" in readme
-    from hierfair.claims import _aggregate
+    from hierfair.experiment.claims import _aggregate
 
     drf = _aggregate(frame[frame["label"] == "drf"]["makespan"].tolist())
     row = next(line for line in readme.splitlines() if line.startswith("| drf | 3 |"))

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hierfair.algorithms import make_policy
-from hierfair.allocate import allocate
-from hierfair.results import WALL_CLOCK_COLUMNS
-from hierfair.runner import DETAIL_TABLES, run_experiment
-from hierfair.simulator import Simulator
-from hierfair.spec import AlgorithmSpec, build_experiment, load_spec
+from hierfair.experiment.allocate import allocate
+from hierfair.experiment.results import WALL_CLOCK_COLUMNS
+from hierfair.experiment.runner import DETAIL_TABLES, run_experiment
+from hierfair.experiment.spec import AlgorithmSpec, build_experiment, load_spec
+from hierfair.sim import Simulator
 
 from .conftest import EXPERIMENTS, experiment
 

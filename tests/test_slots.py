@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hierfair.allocate import allocate
-from hierfair.runner import run_experiment, simulate
-from hierfair.spec import load_spec
+from hierfair.experiment.allocate import allocate
+from hierfair.experiment.runner import run_experiment, simulate
+from hierfair.experiment.spec import load_spec
 
 from .conftest import EXPERIMENTS, experiment
 

@@ -18,9 +18,9 @@ import yaml
 import hierfair
 from hierfair.cli import main
 from hierfair.errors import SpecError
-from hierfair.results import WALL_CLOCK_COLUMNS, atomic_path, remove_stale_temporaries
-from hierfair.spec import read_yaml
-from hierfair.sweep import plan, run_seed, sweep
+from hierfair.experiment.results import WALL_CLOCK_COLUMNS, atomic_path, remove_stale_temporaries
+from hierfair.experiment.spec import read_yaml
+from hierfair.experiment.sweep import plan, run_seed, sweep
 
 from .conftest import EXPERIMENTS, ROOT, spec_with
 

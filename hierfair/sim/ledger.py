@@ -23,7 +23,7 @@ from enum import IntEnum
 import numpy as np
 
 from hierfair.errors import PolicyError
-from hierfair.model import Job
+from hierfair.sim.model import Job
 
 
 class TaskState(IntEnum):

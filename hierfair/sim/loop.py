@@ -27,11 +27,11 @@ from time import monotonic, perf_counter_ns
 from typing import Any, Literal
 
 from hierfair.errors import PolicyError
-from hierfair.model import Cluster, Hierarchy, Job, Workload
-from hierfair.policy import BasePolicy
 from hierfair.sim.events import ARRIVAL, DOWN, FINISH, TASK_FAIL, UP, Event, Faults
 from hierfair.sim.ledger import FINISHED, PENDING, RUNNING, Ledger
+from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
 from hierfair.sim.placement import Index, Placement, ServerIndex
+from hierfair.sim.policy import BasePolicy
 from hierfair.sim.recording import ATTEMPT_FINISHED, OUTCOMES, Recorder
 from hierfair.sim.result import SimulationResult, tables
 from hierfair.sim.usage import NodeUsage

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hierfair.model import Hierarchy
 from hierfair.sim.ledger import Ledger, TaskState
+from hierfair.sim.model import Hierarchy
 from hierfair.sim.recording import OUTCOMES, Recorder
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hierfair.model import Hierarchy
+from hierfair.sim.model import Hierarchy
 
 
 class NodeUsage:

@@ -1,4 +1,4 @@
-"""What a policy may read about the present (``hierfair.policy.SchedulerState``).
+"""What a policy may read about the present (``hierfair.sim.policy.SchedulerState``).
 
 The simulator's read-only face: the clock, each node's allocation, the leaf
 queues, whether a demand fits, running tasks.  It never shows the event queue
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hierfair.model import Job
 from hierfair.sim.ledger import Ledger
+from hierfair.sim.model import Job
 from hierfair.sim.placement import Index
 from hierfair.sim.usage import NodeUsage
 

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from hierfair.model import Cluster, Hierarchy, Job
+from hierfair.sim.model import Cluster, Hierarchy, Job
 
 
 class SchedulerState(Protocol):

@@ -35,8 +35,6 @@ import yaml
 from pydantic import Field, PositiveInt, ValidationError, field_validator
 
 from hierfair.algorithms import ALGORITHMS, make_policy
-from hierfair.claims import ClaimSpec
-from hierfair.claims import validate as validate_claims
 from hierfair.datasets import (
     CLUSTER_KINDS,
     HIERARCHY_KINDS,
@@ -47,7 +45,9 @@ from hierfair.datasets import (
 )
 from hierfair.datasets.base import BuildContext
 from hierfair.errors import SpecError, from_pydantic
-from hierfair.limits import (
+from hierfair.experiment.claim_spec import ClaimSpec
+from hierfair.experiment.claim_spec import validate as validate_claims
+from hierfair.experiment.limits import (
     MAX_TIME,
     Amount,
     PositiveTime,
@@ -57,11 +57,11 @@ from hierfair.limits import (
     check_memory,
     check_numbers,
 )
-from hierfair.model import Cluster, Hierarchy, Workload
-from hierfair.placement import PLACEMENTS
-from hierfair.policy import BasePolicy
-from hierfair.simulator import Faults, Interruptions, Simulator
-from hierfair.spec_base import Strict
+from hierfair.experiment.spec_base import Strict
+from hierfair.sim import Faults, Interruptions, Simulator
+from hierfair.sim.model import Cluster, Hierarchy, Workload
+from hierfair.sim.placement import PLACEMENTS
+from hierfair.sim.policy import BasePolicy
 
 
 class ServerSpec(Strict):
@@ -132,12 +132,12 @@ class Spec(Strict):
     algorithms: list[AlgorithmSpec] = Field(min_length=1)
     seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1)
     #: Field path (``hierarchy.levels``, ``algorithms[0].params.p``) -> values;
-    #: the sweep runs their cartesian product (hierfair.sweep).
+    #: the sweep runs their cartesian product (hierfair.experiment.sweep).
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     preemption: PreemptionSpec = Field(default_factory=PreemptionSpec)
     faults: FaultSpec = Field(default_factory=FaultSpec)
     metrics: MetricsSpec = Field(default_factory=MetricsSpec)
-    #: Published statements this spec reproduces, checked after a run (hierfair.claims).
+    #: Published statements this spec reproduces, checked after a run (hierfair.experiment.claims).
     claims: list[ClaimSpec] = Field(default_factory=list)
 
     @field_validator("grid")

@@ -3,8 +3,8 @@
 ``OUT/<spec name>/`` receives:
 
 * ``runs.parquet`` -- one row per run: spec, algorithm, params, seed, grid
-  values, status, the metrics of :func:`hierfair.results.summarize`, version
-  and provenance (see :mod:`hierfair.sweep`);
+  values, status, the metrics of :func:`hierfair.experiment.results.summarize`, version
+  and provenance (see :mod:`hierfair.experiment.sweep`);
 * ``runs/<run id>/`` -- that run's detail tables (``jobs``, ``tasks``,
   ``allocations``, ``utilization``, ``decisions``, ``attempts``,
   ``preemptions``) and ``summary.json``;
@@ -24,9 +24,9 @@ from typing import Any
 import pandas as pd
 
 from hierfair.algorithms import make_policy
-from hierfair.simulator import SimulationResult
-from hierfair.spec import AlgorithmSpec, Experiment
-from hierfair.sweep import DETAIL_TABLES, sweep
+from hierfair.experiment.spec import AlgorithmSpec, Experiment
+from hierfair.experiment.sweep import DETAIL_TABLES, sweep
+from hierfair.sim import SimulationResult
 
 __all__ = ["DETAIL_TABLES", "run_experiment", "simulate"]
 
@@ -39,7 +39,8 @@ def simulate(exp: Experiment, algo: AlgorithmSpec, seed: int) -> SimulationResul
 def run_experiment(exp: Experiment, out: Path,
                    progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
                    **options: Any) -> pd.DataFrame:
-    """Every run of ``exp`` into ``out/<name>/`` (options: see :func:`hierfair.sweep.sweep`)."""
+    """Every run of ``exp`` into ``out/<name>/`` (options: see
+    :func:`hierfair.experiment.sweep.sweep`)."""
     options.setdefault("jobs", 1)
     return sweep(exp.spec.model_dump(mode="json"), out, source=exp.source,
                  data_dir=exp.data_dir, progress=progress, **options)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hierfair.simulator import SimulationResult
+from hierfair.sim import SimulationResult
 
 #: Columns of runs.parquet that measure the machine, not the schedule.
 WALL_CLOCK_COLUMNS: tuple[str, ...] = (

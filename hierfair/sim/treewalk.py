@@ -26,7 +26,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from hierfair.policy import BasePolicy, SchedulerState
+from hierfair.sim.policy import BasePolicy, SchedulerState
 
 #: Scores are rounded to this many decimals before comparison, so equal
 #: shares reached along different floating-point paths tie exactly and the

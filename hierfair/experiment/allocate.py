@@ -16,7 +16,7 @@ import numpy as np
 
 from hierfair.algorithms import make_policy
 from hierfair.algorithms.drf import dominant_shares
-from hierfair.spec import AlgorithmSpec, Experiment
+from hierfair.experiment.spec import AlgorithmSpec, Experiment
 
 
 @dataclass(frozen=True)

@@ -52,12 +52,17 @@ import pandas as pd
 
 from hierfair import __version__
 from hierfair.algorithms import make_policy
-from hierfair.claims import evaluate, write_verdicts
 from hierfair.datasets.arrivals import offered_load
 from hierfair.errors import HierfairError, SpecError
-from hierfair.results import remove_stale_temporaries, summarize, write_parquet, write_text
-from hierfair.simulator import RunTimeout
-from hierfair.spec import Experiment, build_experiment
+from hierfair.experiment.claims import evaluate, write_verdicts
+from hierfair.experiment.results import (
+    remove_stale_temporaries,
+    summarize,
+    write_parquet,
+    write_text,
+)
+from hierfair.experiment.spec import Experiment, build_experiment
+from hierfair.sim import RunTimeout
 
 DETAIL_TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
                  "preemptions")

@@ -1,0 +1,6 @@
+"""The experiment harness: specs (:mod:`~hierfair.experiment.spec`), planned
+and cached sweeps (:mod:`~hierfair.experiment.sweep`), result tables
+(:mod:`~hierfair.experiment.results`), published claims checked against them
+(:mod:`~hierfair.experiment.claim_spec`, :mod:`~hierfair.experiment.claims`)
+and static allocations (:mod:`~hierfair.experiment.allocate`).  Imports flow
+one way: spec <- sweep, allocate <- claims; nothing here imports the report."""
