@@ -194,3 +194,18 @@ def test_python_api(tmp_path):
     assert (tmp_path / "drf-example" / "runs.parquet").exists()
     with pytest.raises(hierfair.errors.SpecError, match="no such file"):
         hierfair.run(tmp_path / "nope.yaml", out=tmp_path)
+
+
+def test_the_code_version_hashes_every_loaded_hierfair_module():
+    # A cached run must not survive a change to any engine module, including
+    # those in subpackages (hierfair.sim, hierfair.experiment, hierfair.report).
+    import sys
+
+    import hierfair.report  # noqa: F401 - loaded so its files are checked too
+    from hierfair.experiment.sweep import code_files
+
+    hashed = {path.resolve() for path, _ in code_files()}
+    loaded = {Path(m.__file__).resolve() for name, m in list(sys.modules.items())
+              if name.startswith("hierfair") and getattr(m, "__file__", None)}
+    assert loaded <= hashed
+    assert any(p.parent.name == "sim" for p in hashed)

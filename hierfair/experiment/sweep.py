@@ -210,15 +210,28 @@ def _experiment(spec_json: str, source: str, data_dir: str | None, input_id: str
 @lru_cache(maxsize=1)
 def code_version() -> str:
     """hierfair's version plus a hash of its source: any code change reruns."""
+    h = hashlib.sha256(__version__.encode())
+    for path, name in code_files():
+        h.update(name.encode())
+        h.update(path.read_bytes())
+    return f"{__version__}+{h.hexdigest()[:12]}"
+
+
+def code_files() -> list[tuple[Path, str]]:
+    """Every source file of hierfair (subpackages included) with a stable name
+    relative to its package root: what :func:`code_version` hashes."""
     import hierfair.algorithms
     import hierfair.datasets
 
-    h = hashlib.sha256(__version__.encode())
+    out = []
     for pkg in (sys.modules["hierfair"], hierfair.algorithms, hierfair.datasets):
-        for path in sorted(Path(pkg.__file__).parent.glob("*.py")):
-            h.update(path.name.encode())
-            h.update(path.read_bytes())
-    return f"{__version__}+{h.hexdigest()[:12]}"
+        root = Path(pkg.__file__).parent
+        skip = {Path(p.__file__).parent for p in (hierfair.algorithms, hierfair.datasets)}
+        for path in sorted(root.rglob("*.py")):
+            if pkg is sys.modules["hierfair"] and any(d in path.parents for d in skip):
+                continue  # installed inside hierfair only in a wheel; hashed as their own
+            out.append((path, f"{pkg.__name__}:{path.relative_to(root).as_posix()}"))
+    return out
 
 
 def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
