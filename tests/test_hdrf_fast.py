@@ -2,8 +2,10 @@
 
 A differential test: both run on the same random instances -- trees of
 random depth, fan-out and weights; heterogeneous servers, some without a
-resource; jobs arriving over time with single-resource and complementary
-demands, varied durations, sometimes server outages -- and must take the
+resource; jobs arriving over time (some only after an earlier job finishes)
+with fractional, single-resource, complementary and never-fitting demands,
+varied durations; server outages (some permanent), task failures, restart or
+checkpoint -- and must take the
 same decisions: the same leaf at every decision, each task on the same
 server at the same time.  Plus the papers' examples through ``allocate``.
 """
@@ -19,23 +21,26 @@ from hierfair.algorithms import make_policy
 from hierfair.algorithms.hdrf_fast import rounded
 from hierfair.experiment.allocate import allocate
 from hierfair.experiment.spec import load_spec
-from hierfair.sim import Faults, Simulator
+from hierfair.sim import Faults, Interruptions, Simulator
 from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
 
 from .conftest import EXPERIMENTS
 from .test_hdrf_properties import trees
+
+DEMANDS = [0.0, 0.1, 0.3, 0.7, 1.0, 2.5, 3.0]  # fractional: sums and thresholds inexact
 
 
 @st.composite
 def simulations(draw, max_depth: int = 4):
     nodes = draw(trees(max_depth=max_depth))
     h = Hierarchy.from_edges(nodes)
-    m = draw(st.integers(2, 3))
+    m = draw(st.integers(2, 4))
+    n_servers = draw(st.integers(1, 4))
     servers = []
-    for _ in range(draw(st.integers(1, 4))):
+    for _ in range(n_servers):
         row = [float(draw(st.integers(4, 12))) for _ in range(m)]
-        if m == 3 and draw(st.booleans()):
-            row[2] = 0.0  # a server without the third resource (a GPU-less box)
+        if m >= 3 and draw(st.booleans()):
+            row[-1] = 0.0  # a server without the last resource (a GPU-less box)
         servers.append(row)
     if not any(row[-1] for row in servers):
         servers[0][-1] = 4.0
@@ -43,24 +48,35 @@ def simulations(draw, max_depth: int = 4):
     jobs = []
     for _ in range(draw(st.integers(1, 14))):
         leaf = draw(st.sampled_from(h.leaves))
-        demand = [float(draw(st.integers(0, 3))) for _ in range(m)]
+        demand = [draw(st.sampled_from(DEMANDS)) for _ in range(m)]
         if not any(demand):
             demand[draw(st.integers(0, m - 1))] = 1.0
+        if draw(st.integers(0, 19)) == 0:
+            demand[0] = 100.0  # a task that fits nowhere, ever
         durations = [float(draw(st.integers(1, 9))) for _ in range(draw(st.integers(1, 6)))]
         jobs.append((float(draw(st.integers(0, 20))), leaf, demand, durations))
     jobs.sort(key=lambda j: j[0])
+    # some jobs arrive only when an earlier one finishes (closed loop, H-DRF §5.2)
+    after = [draw(st.integers(0, i - 1)) if i and draw(st.integers(0, 3)) == 0 else -1
+             for i in range(len(jobs))]
     workload = Workload(tuple(Job(id=i, leaf=leaf, submit=t, demand=np.array(d),
-                                  durations=np.array(dur))
+                                  durations=np.array(dur), after=after[i])
                               for i, (t, leaf, d, dur) in enumerate(jobs)))
-    faults = Faults(outages=((0, 7.0, 5.0),)) if draw(st.booleans()) else None
+    outages = tuple((draw(st.integers(0, n_servers - 1)), float(draw(st.integers(0, 20))),
+                     draw(st.sampled_from([None, 3.0, 8.0])))
+                    for _ in range(draw(st.integers(0, 2))))
+    faults = Faults(outages=outages, task_failure=draw(st.sampled_from([0.0, 0.3])), seed=3)
+    interruptions = draw(st.sampled_from([Interruptions(),
+                                          Interruptions(mode="checkpoint", overhead=0.5)]))
     placement = draw(st.sampled_from(["first-fit", "best-fit"]))
-    return cluster, h, workload, faults, placement
+    return cluster, h, workload, faults, interruptions, placement
 
 
 def schedule(instance, algorithm: str):
-    cluster, h, workload, faults, placement = instance
+    cluster, h, workload, faults, interruptions, placement = instance
     policy = make_policy(algorithm)
-    result = Simulator(cluster, h, workload, policy, placement=placement, faults=faults).run()
+    result = Simulator(cluster, h, workload, policy, placement=placement, faults=faults,
+                       interruptions=interruptions).run()
     return (result.decisions["leaf"].tolist(), result.attempts[["task", "server", "start"]]
             .to_numpy().tolist()), policy
 
@@ -93,7 +109,7 @@ def test_a_larger_tree_with_many_demand_vectors():
         jobs.append(Job(id=i, leaf=int(rng.choice(h.leaves)), submit=float(i // 3),
                         demand=np.array(demand),
                         durations=rng.integers(1, 40, int(rng.integers(1, 12))).astype(float)))
-    instance = (cluster, h, Workload(tuple(jobs)), None, "first-fit")
+    instance = (cluster, h, Workload(tuple(jobs)), None, None, "first-fit")
     ref, _ = schedule(instance, "hdrf")
     fast, policy = schedule(instance, "hdrf-fast")
     assert len(ref[0]) > 1000 and fast == ref
