@@ -39,6 +39,7 @@ from hierfair.errors import SpecError
 from hierfair.experiment.spec_base import Strict
 from hierfair.sim.model import Cluster, Hierarchy
 from hierfair.sim.policy import BackfillParams, BasePolicy, LeafPriorityPolicy, SchedulerState
+from hierfair.sim.treewalk import round_score  # monotone: the lower bounds rely on it
 
 _INF = float("inf")
 
@@ -178,14 +179,6 @@ class CollapsedMemReference(CollapsedSingleReference):
 
 
 # -- incremental implementation ----------------------------------------------
-def round12(x: float) -> float:
-    """The reference's ``round(np.float64(x), 12)`` in plain floats: numpy
-    rounds as ``rint(x * 1e12) / 1e12`` and Python's ``round`` of a float is
-    round-half-even like ``rint`` (tests compare the two).  Monotone, which
-    the lower bounds of :class:`IncrementalFlattening` rely on."""
-    return float(round(x * 1e12)) / 1e12 if x < _INF else x
-
-
 class IncrementalFlattening(BasePolicy):
     """The reference's decisions without re-flattening: the demanding leaf
     with the smallest ``(key, index)`` whose next task fits, where ``key =
@@ -419,10 +412,10 @@ class Collapsed(IncrementalFlattening):
         return prefix * self._w[child] / self._active[node]
 
     def _key(self, leaf: int, prefix: float) -> float:
-        return round12(self._share[leaf] / prefix)
+        return round_score(self._share[leaf] / prefix)
 
     def _bound(self, node: int, prefix: float) -> float:
-        return round12(self._loc[node] / prefix * self._margin)
+        return round_score(self._loc[node] / prefix * self._margin)
 
 
 class CollapsedSingle(SingleResource, Collapsed):

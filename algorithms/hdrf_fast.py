@@ -46,18 +46,9 @@ import numpy as np
 
 from hierfair.algorithms.hdrf import TIE
 from hierfair.sim.policy import BasePolicy, SchedulerState
-from hierfair.sim.treewalk import SCORE_DECIMALS
+from hierfair.sim.treewalk import round_score
 
 _INF = math.inf
-_SCALE = 10.0 ** SCORE_DECIMALS
-
-
-def rounded(x: float) -> float:
-    """``np.round(x, SCORE_DECIMALS)`` for one float, bit for bit (numpy scales,
-    rounds half to even and scales back; ``round(x, 12)`` would differ)."""
-    return round(x * _SCALE) / _SCALE
-
-
 def support(vector: list[float] | np.ndarray, floor: list[float]) -> int:
     """Bit j set when ``vector[j] > floor[j]``."""
     bits = 0
@@ -86,6 +77,7 @@ class FastHDRF(BasePolicy):
         self._w = h.weights.tolist()
         self._inv = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0).tolist()
         self._floor = (TIE * total).tolist()  # a resource is in Y above this
+        self._zeros = [0.0] * m  # a demand's support: its positive resources
         self._full = (1 << m) - 1
         # Algorithm 3's state per node (leaf rows: the leaf's own).
         self._U = [[0.0] * m for _ in range(n)]
@@ -126,7 +118,7 @@ class FastHDRF(BasePolicy):
         s = max([a * b for a, b in zip(u, self._inv)])
         self._s[leaf] = s
         self._q[leaf] = s / self._w[leaf]
-        self._score[leaf] = rounded(s / self._w[leaf])
+        self._score[leaf] = round_score(s / self._w[leaf])
         d = self.state.next_demand(leaf)
         old = self._support[leaf]
         if d is None:
@@ -135,7 +127,7 @@ class FastHDRF(BasePolicy):
             self._masks[leaf] = 0
         else:
             dl = d.tolist()
-            sup = support(dl, [0.0] * self._m)
+            sup = support(dl, self._zeros)
             self._minvec[leaf] = tuple(dl)
             self._masks[leaf] = 1 << sup
         self._demand[leaf] = d
@@ -189,7 +181,7 @@ class FastHDRF(BasePolicy):
         sv = max([a * b for a, b in zip(acc, self._inv)])  # type: ignore[arg-type]
         s[v] = sv
         q[v] = sv / w[v]
-        self._score[v] = rounded(sv / w[v])
+        self._score[v] = round_score(sv / w[v])
         inset[v] = any_in
         dem[v] = any_dem
         masks[v] = bits

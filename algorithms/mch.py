@@ -33,9 +33,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from hierfair.algorithms.collapsed import FlatteningPolicy, IncrementalFlattening, round12
+from hierfair.algorithms.collapsed import FlatteningPolicy, IncrementalFlattening
 from hierfair.sim.model import Hierarchy
 from hierfair.sim.policy import SchedulerState
+from hierfair.sim.treewalk import round_score
 
 _INF = float("inf")
 
@@ -214,9 +215,9 @@ class MCH(IncrementalFlattening):
 
     def _key(self, leaf: int, prefix: float) -> float:
         pw = self._pw[leaf]
-        return round12(self._share[leaf] / (pw * prefix if self._mu_type[leaf] else pw))
+        return round_score(self._share[leaf] / (pw * prefix if self._mu_type[leaf] else pw))
 
     def _bound(self, node: int, prefix: float) -> float:
         pw, margin = self._pw[node], self._margin
-        return min(round12(self._loc_mu[node] / (pw * prefix) * margin),
-                   round12(self._loc_pw[node] / pw * margin))
+        return min(round_score(self._loc_mu[node] / (pw * prefix) * margin),
+                   round_score(self._loc_pw[node] / pw * margin))

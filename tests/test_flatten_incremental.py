@@ -21,13 +21,13 @@ from hierfair.algorithms.collapsed import (
     CollapsedMem,
     CollapsedMemReference,
     CollapsedReference,
-    round12,
 )
 from hierfair.algorithms.mch import MCH, MCHReference
 from hierfair.datasets import full_binary
 from hierfair.sim import Simulator
 from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
 from hierfair.sim.policy import BasePolicy
+from hierfair.sim.treewalk import SCORE_DECIMALS, round_score
 
 from .test_hdrf_properties import trees
 
@@ -110,5 +110,12 @@ def test_six_level_binary_tree() -> None:
 
 @given(st.floats(0, 1e6, allow_nan=False))
 @settings(derandomize=True)
-def test_round12_is_numpys_round(x: float) -> None:
-    assert round12(x) == round(np.float64(x), 12)
+def test_round_score_is_numpys_round(x: float) -> None:
+    assert round_score(x) == round(np.float64(x), SCORE_DECIMALS)
+
+
+def test_round_score_matches_numpy_over_magnitudes() -> None:
+    # 10,000 values from 1e-6 to 1e4, where Python's round(x, 12) differs
+    x = np.random.default_rng(0).random(10_000) * 10.0 ** np.arange(-6, 4).repeat(1000)
+    assert np.array_equal(np.round(x, SCORE_DECIMALS), [round_score(v) for v in x.tolist()])
+    assert any(round(v, SCORE_DECIMALS) != round_score(v) for v in x.tolist())

@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hierfair.algorithms import make_policy
-from hierfair.algorithms.hdrf_fast import rounded
 from hierfair.experiment.allocate import allocate
 from hierfair.experiment.spec import load_spec
 from hierfair.sim import Faults, Interruptions, Simulator
@@ -145,7 +144,3 @@ def test_the_papers_examples(spec, churn, expected):
     a = allocate(load_spec(EXPERIMENTS / spec), "hdrf-fast", churn=churn)
     assert {p: a.node(p)["tasks"] for p in expected} == expected
 
-
-def test_rounding_is_numpys():
-    x = np.random.default_rng(0).random(10_000) * 10.0 ** np.arange(-6, 4).repeat(1000)
-    assert np.array_equal(np.round(x, 12), [rounded(v) for v in x.tolist()])

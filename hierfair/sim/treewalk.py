@@ -22,6 +22,7 @@ versions are a separate concern).
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import numpy as np
@@ -32,6 +33,15 @@ from hierfair.sim.policy import BasePolicy, SchedulerState
 #: shares reached along different floating-point paths tie exactly and the
 #: pre-order position decides (deterministic tie-break).
 SCORE_DECIMALS = 12
+_SCALE = 10.0 ** SCORE_DECIMALS
+
+
+def round_score(x: float) -> float:
+    """``np.round(x, SCORE_DECIMALS)`` for one plain float, bit for bit, for
+    the incremental policies that must tie exactly where their numpy
+    references do: numpy scales, rounds half to even and scales back (Python's
+    ``round(x, 12)`` differs on ~1 % of values).  Monotone; ``inf`` passes."""
+    return round(x * _SCALE) / _SCALE if x < math.inf else x
 
 
 class TreeView:
