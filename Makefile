@@ -20,8 +20,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
+# The audit (docs/properties.md) at a size that fits the 30-minute budget;
+# `hierfair audit --instances 10000` for a thorough run.
+AUDIT_INSTANCES ?= 60
 reproduce: $(STAMP)
 	$(BIN)/hierfair run experiments/*.yaml --out reports
+	$(BIN)/hierfair audit --instances $(AUDIT_INSTANCES) --out reports/audit \
+		--counterexamples experiments/counterexamples
 	$(BIN)/hierfair report reports --catalogue docs/reproductions.md
 
 test: $(STAMP)

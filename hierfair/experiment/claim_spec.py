@@ -8,10 +8,12 @@ can validate claims without importing what evaluates them.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Literal
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, model_validator
 
+from hierfair.audit.names import PROPERTY_NAMES
 from hierfair.errors import SpecError
 from hierfair.experiment.spec_base import Strict
 
@@ -33,6 +35,10 @@ class CheckSpec(Strict):
     #: (``leaf`` keeps one leaf's), seeds are averaged.
     improvement_over: str | None = None
     leaf: str | None = None
+    #: A fairness property of the audit (hierfair.audit.properties, e.g.
+    #: ``share-guarantee``): the value is how far the worst case is from
+    #: holding, in the property's unit (docs/properties.md).
+    property: str | None = None
     #: With ``metric``: the ratio of ``algorithm``'s value to this label's, run
     #: by run (same seed and grid point), then averaged over seeds.
     relative_to: str | None = None
@@ -48,10 +54,12 @@ class CheckSpec(Strict):
 
     @model_validator(mode="after")
     def _one_measure_and_a_bound(self) -> CheckSpec:
-        measures = [m for m in (self.node, self.metric, self.improvement_over) if m is not None]
+        measures = [m for m in (self.node, self.metric, self.improvement_over, self.property)
+                     if m is not None]
         if len(measures) != 1:
             raise ValueError("give one of node (an allocation), metric (a runs.parquet "
-                             "column) or improvement_over (another algorithm's label)")
+                             "column), improvement_over (another algorithm's label) or "
+                             "property (an audited fairness property)")
         if self.equals is None and self.below is None and self.above is None:
             raise ValueError("give what the paper says: equals, below or above")
         if (self.relative_to is not None or self.baseline_where is not None) \
@@ -59,7 +67,7 @@ class CheckSpec(Strict):
             raise ValueError("relative_to and baseline_where divide a metric: give metric too")
         return self
 
-    @property
+    @builtins.property  # the field ``property`` shadows the builtin in this class
     def labels(self) -> list[str]:
         return [self.algorithm] if isinstance(self.algorithm, str) else list(self.algorithm)
 
@@ -116,6 +124,10 @@ def validate(claims: list[ClaimSpec], labels: list[str], paths: tuple[str, ...],
                 if other is not None and other not in labels:
                     raise SpecError(f"not one of the spec's algorithms {labels}",
                                     where=f"{where}.{key}", value=other)
+            if check.property is not None:
+                if check.property not in PROPERTY_NAMES:
+                    raise SpecError(f"choose one of {list(PROPERTY_NAMES)}",
+                                    where=f"{where}.property", value=check.property)
             if check.leaf is not None and check.leaf not in paths:
                 raise SpecError("no such leaf in the hierarchy", where=f"{where}.leaf",
                                 value=check.leaf)

@@ -167,6 +167,8 @@ class _Measurer:
         return self._seen[key]
 
     def _measure(self, check: CheckSpec, label: str, where: str) -> Measured:
+        if check.property is not None:
+            return self._property(check, label)  # probes the spec itself, no runs
         if check.over == "allocation" and check.node is not None:
             return Measured(self._allocation(check, label))  # no runs involved
         missing = self._failed(check, label, where)
@@ -247,6 +249,16 @@ class _Measurer:
                 values.append(float(getattr(np, check.stat)(v)))
         return values
 
+    def _property(self, check: CheckSpec, label: str) -> Measured:
+        from hierfair.audit.probe import Probe  # the audit builds on the harness
+        from hierfair.audit.properties import PROPERTIES
+
+        algo = next(a for a in self.exp.spec.algorithms if a.display == label)
+        out = PROPERTIES[check.property].check(Probe(self.exp, algo))
+        if isinstance(out, str):
+            return Measured(float("nan"), out)
+        return Measured(out.magnitude)
+
     def _allocation(self, check: CheckSpec, label: str) -> float:
 
         exp = self.exp
@@ -324,6 +336,8 @@ def _describe(check: CheckSpec) -> str:
             base = ", ".join(f"{k}={v}" for k, v in check.baseline_where.items())
             return f"{check.metric} ({cond}){ratio} / the same at {base}"
         return check.metric + ratio + (f" ({cond})" if cond else "")
+    if check.property is not None:
+        return f"{check.property} (docs/properties.md): how far from holding"
     what = f"{check.node or '(root)'} {check.resource}"
     if check.over == "run":
         span = f" in [{check.window[0]:g}, {check.window[1]:g}] s" if check.window else ""

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from time import monotonic, perf_counter_ns
 from typing import Any, Literal
 
+import numpy as np
+
 from hierfair.errors import PolicyError
 from hierfair.sim.events import ARRIVAL, DOWN, FINISH, TASK_FAIL, UP, Event, Faults
 from hierfair.sim.ledger import FINISHED, PENDING, RUNNING, Ledger
@@ -92,8 +94,9 @@ class Simulator(PolicyView):
         policy.attach(self)
 
     # -- running -------------------------------------------------------------
-    def run(self) -> SimulationResult:
-        """Simulate until every task has finished (or nothing more can run)."""
+    def run(self, until: float | None = None) -> SimulationResult:
+        """Simulate until every task has finished (or nothing more can run),
+        or, with ``until``, up to that simulated time (later events stay unrun)."""
         if self._manual:
             raise RuntimeError("this simulator was stepped by hand; build a new one to run")
         events, led = self._events, self._ledger
@@ -105,6 +108,8 @@ class Simulator(PolicyView):
         while events and led.unfinished:
             self._tick()
             now = events[0][0]
+            if until is not None and now > until:
+                break
             self._now = now
             while events and events[0][0] == now:
                 _, kind, key, tried = heapq.heappop(events)
@@ -321,6 +326,14 @@ class Simulator(PolicyView):
             self._rec.allocation_rows(self._now, nodes, usage.tasks, usage.rows)
         used = usage.rows[0]
         self._rec.utilization_row(self._now, tuple(u / t for u, t in zip(used, self._scale)))
+
+    def server_used(self) -> np.ndarray:
+        """(servers, resources): what the running tasks hold on each server."""
+        used = np.zeros((self.cluster.n_servers, self.cluster.n_resources))
+        server, job = self._ledger.column("server"), self._ledger.column("task_job")
+        for task in self._ledger.running_tasks():
+            used[server[task]] += self._jobs[job[task]].demand
+        return used
 
     def result(self) -> SimulationResult:
         return tables(self._ledger, self._rec, self.hierarchy, self.cluster.resources,

@@ -1,0 +1,389 @@
+"""The fairness properties the papers promise, each a check on a :class:`Probe`.
+
+Every check returns an :class:`Outcome` -- how far the worst case is from
+holding (``magnitude``, in the property's unit) against the granularity whole
+tasks allow (``tol``) -- or a string saying why the property does not apply.
+Definitions, units and sources: docs/properties.md (keep the two in step).
+
+Whole tasks: a share-valued property is violated only when it misses by more
+than one task of the instance's largest task (``Probe.grain``); a
+task-valued one by more than one task.  Smaller misses are the granularity of
+whole tasks (the catalogue's ``drf-cat-*`` specs show them one by one), not
+the structure the papers argue about.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from hierfair.audit.oracle import guarantee, progressive_filling
+from hierfair.audit.probe import Fill, Probe
+
+HDRF = ("static-hdrf", "hdrf", "hdrf-fast")
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Outcome:
+    magnitude: float  # worst distance from holding; <= tol: holds
+    tol: float
+    witness: str = ""  # the worst case in words
+
+    @property
+    def violated(self) -> bool:
+        return self.magnitude > self.tol + EPS
+
+
+Check = Callable[[Probe], "Outcome | str"]
+
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    title: str
+    unit: str
+    check: Check
+    #: algorithm -> where a paper promises the property for it
+    promised: dict[str, str] = field(default_factory=dict)
+    #: algorithm -> where a paper says it does *not* have it
+    disclaimed: dict[str, str] = field(default_factory=dict)
+    running: bool = False  # probed on the running instance (tasks of unequal lengths)
+    metric: bool = False  # a number beside the pass/fail properties
+
+
+# -- shared pieces -----------------------------------------------------------
+def _demanding(p: Probe) -> np.ndarray:
+    return p.demands.any(axis=1)
+
+
+def _guarantees(p: Probe) -> np.ndarray:
+    return guarantee(p.exp.hierarchy, _demanding(p))
+
+
+def _tasks_from(bundle: np.ndarray, demand: np.ndarray, total: np.ndarray) -> float:
+    """How many tasks of ``demand`` a bundle of cluster shares holds."""
+    used = demand > 0
+    return float(np.floor(np.min(bundle[used] * total[used] / demand[used]) + EPS))
+
+
+def _leaves(p: Probe) -> list[int]:
+    return [int(i) for i in np.flatnonzero(_demanding(p))]
+
+
+def _short(p: Probe, fill: Fill, what: str) -> Outcome:
+    """The hierarchical share guarantee on one allocation."""
+    g, dom, paths = _guarantees(p), fill.dominant, p.exp.hierarchy.paths
+    worst, witness = 0.0, ""
+    for node in np.flatnonzero(g > 0):
+        if node and g[node] - dom[node] > worst:
+            worst = float(g[node] - dom[node])
+            witness = f"{paths[node]} {dom[node]:.4g} < guarantee {g[node]:.4g} ({what})"
+    return Outcome(worst, p.grain, witness)
+
+
+# -- the properties ----------------------------------------------------------
+def share_guarantee(p: Probe) -> Outcome:
+    return _short(p, p.fill(), "cluster full")
+
+
+def share_guarantee_churn(p: Probe) -> Outcome:
+    churn = p.first_fill_tasks()
+    return _short(p, p.fill(churn=churn), f"after {churn} task ends")
+
+
+def share_guarantee_time(p: Probe) -> Outcome:
+    until, frame = p.horizon, p.run(p.horizon)
+    g, paths = _guarantees(p), p.exp.hierarchy.paths
+    worst, witness = 0.0, ""
+    for node in np.flatnonzero(g > 0):
+        if not node:
+            continue
+        avg = _time_mean(_dominant_series(p, frame, paths[node]), until)
+        if g[node] - avg > worst:
+            worst = float(g[node] - avg)
+            witness = (f"{paths[node]} time-average {avg:.4g} < guarantee {g[node]:.4g} "
+                       f"over [0, {until:g}] s")
+    return Outcome(worst, p.grain, witness)
+
+
+def convergence(p: Probe) -> Outcome | str:
+    if not p.pooled:
+        return "static H-DRF is defined on a pooled cluster"
+    static = p.shared("static", lambda: progressive_filling(
+        p.exp.hierarchy, p.demands, p.total))
+    churn = 2 * p.first_fill_tasks()
+    dom, paths = p.fill(churn=churn).dominant, p.exp.hierarchy.paths
+    worst, witness = 0.0, ""
+    for leaf in _leaves(p):
+        gap = abs(dom[leaf] - static[leaf])
+        if gap > worst:
+            worst = float(gap)
+            witness = (f"{paths[leaf]} {dom[leaf]:.4g} vs static H-DRF {static[leaf]:.4g} "
+                       f"after {churn} task ends")
+    return Outcome(worst, p.grain, witness)
+
+
+def pareto(p: Probe) -> Outcome:
+    paths = p.exp.hierarchy.paths
+    worst, witness = 0.0, ""
+    for churn in (0, p.first_fill_tasks()):
+        fill = p.fill(churn=churn)
+        idle = [leaf for leaf in _leaves(p)
+                if (fill.free >= p.demands[leaf] - EPS * p.total).all(axis=1).any()]
+        if len(idle) > worst:
+            worst = float(len(idle))
+            names = ", ".join(paths[i] for i in idle)
+            witness = f"a task of {names} fits in what is left free (after {churn} task ends)"
+    return Outcome(worst, 0.0, witness)
+
+
+def _envy(p: Probe, pairs: Callable[[int, int], float | None], what: str) -> Outcome:
+    fill, paths = p.fill(), p.exp.hierarchy.paths
+    worst, witness = 0.0, ""
+    for i in _leaves(p):
+        for j in _leaves(p):
+            q = pairs(i, j) if i != j else None
+            if q is None:
+                continue
+            theirs = _tasks_from(fill.shares[j] * q, p.demands[i], p.total)
+            if theirs - fill.tasks[i] > worst:
+                worst = float(theirs - fill.tasks[i])
+                witness = (f"{paths[i]} holds {fill.tasks[i]:g} tasks; {paths[j]}'s bundle "
+                           f"({what}) would hold {theirs:g}")
+    return Outcome(worst, 1.0, witness)
+
+
+def envy_siblings(p: Probe) -> Outcome:
+    h = p.exp.hierarchy
+    return _envy(p, lambda i, j: (h.weights[i] / h.weights[j]
+                                  if h.parent[i] == h.parent[j] else None), "scaled by weight")
+
+
+def envy_leaves(p: Probe) -> Outcome:
+    g = _guarantees(p)
+    return _envy(p, lambda i, j: g[i] / g[j], "scaled by guarantee")
+
+
+def _lies(p: Probe, leaf: int) -> list[tuple[float, ...]]:
+    """Misreports of one leaf: a used resource doubled (same support), an
+    unused one added, every resource doubled (a bundle of two tasks)."""
+    d, out = p.demands[leaf], []
+    for r in range(len(d)):
+        row = d.copy()
+        if d[r] > 0:
+            row[r] *= 2
+        elif p.total[r] > 0:
+            row[r] = d.max()
+        else:
+            continue
+        out.append(tuple(float(v) for v in row))
+    out.append(tuple(float(v) for v in 2 * d))
+    return out
+
+
+def _liars(p: Probe) -> list[int]:
+    """At most two liars: the demanding leaves with the lowest and the highest
+    dominant share when everyone tells the truth (first in pre-order at ties)."""
+    leaves, dom = _leaves(p), p.fill().dominant
+    if len(leaves) < 2:
+        return []
+    order = sorted(leaves, key=lambda i: (dom[i], i))
+    return sorted({order[0], order[-1]})
+
+
+def _gain(p: Probe, lies: dict[int, tuple[float, ...]]) -> dict[int, float]:
+    """Each liar's useful tasks (of its true demand) minus what the truth got
+    it, less the rounding its declared task allows (a bundle of c tasks: c - 1)."""
+    paths = p.exp.hierarchy.paths
+    fill = p.fill(lies=tuple((paths[i], d) for i, d in sorted(lies.items())))
+    out = {}
+    for leaf, lie in lies.items():
+        d, said = p.demands[leaf], np.array(lie)
+        cover = math.floor(min(said[r] / d[r] for r in np.flatnonzero(d > 0)) + EPS)
+        # a declared task covering c true tasks rounds by up to c of them:
+        # count only what is beyond that granularity
+        out[leaf] = float(fill.tasks[leaf] * cover - p.fill().tasks[leaf]) - (cover - 1)
+    return out
+
+
+def strategy_proofness(p: Probe) -> Outcome | str:
+    liars = _liars(p)
+    if not liars:
+        return "fewer than two demanding leaves"
+    worst, witness, paths = 0.0, "", p.exp.hierarchy.paths
+    for leaf in liars:
+        for lie in _lies(p, leaf):
+            gain = _gain(p, {leaf: lie})[leaf]
+            if gain > worst:
+                worst, witness = gain, (f"{paths[leaf]} declaring {_vec(lie)} for "
+                                        f"{_vec(p.demands[leaf])} gains {gain:g} useful tasks")
+    return Outcome(worst, 1.0, witness)
+
+
+def group_strategy_proofness(p: Probe) -> Outcome | str:
+    h, leaves = p.exp.hierarchy, _leaves(p)
+    pair = next(((i, j) for i in leaves for j in leaves
+                 if i < j and h.parent[i] == h.parent[j]), None)
+    if pair is None:
+        return "no two demanding sibling leaves"
+    worst, witness = 0.0, ""
+    for a in _lies(p, pair[0])[:2]:
+        for b in _lies(p, pair[1])[:2]:
+            gains = _gain(p, {pair[0]: a, pair[1]: b})
+            best = max(gains.values())
+            if min(gains.values()) >= 0 and best > worst:
+                worst = best
+                witness = (f"{h.paths[pair[0]]} declaring {_vec(a)} and {h.paths[pair[1]]} "
+                           f"{_vec(b)}: gains {gains[pair[0]]:g} and {gains[pair[1]]:g} tasks")
+    return Outcome(worst, 1.0, witness)
+
+
+def sharing_incentive(p: Probe) -> Outcome | str:
+    h = p.exp.hierarchy
+    if int(h.depth.max()) > 1:
+        return "defined on one-level trees (the share guarantee generalises it)"
+    leaves, fill = _leaves(p), p.fill()
+    weight = sum(h.weights[i] for i in leaves)
+    worst, witness = 0.0, ""
+    for i in leaves:
+        mine = _tasks_from(np.full(len(p.total), h.weights[i] / weight), p.demands[i], p.total)
+        if mine - fill.tasks[i] > worst:
+            worst = float(mine - fill.tasks[i])
+            witness = (f"{h.paths[i]} holds {fill.tasks[i]:g} tasks; its "
+                       f"{h.weights[i] / weight:.3g} of every resource holds {mine:g}")
+    return Outcome(worst, 1.0, witness)
+
+
+def population_monotonicity(p: Probe) -> Outcome | str:
+    leaves = _leaves(p)
+    if len(leaves) < 2:
+        return "fewer than two demanding leaves"
+    before, paths = p.fill().dominant, p.exp.hierarchy.paths
+    worst, witness = 0.0, ""
+    for gone in sorted({leaves[0], leaves[-1]}):
+        after = p.fill(without=(paths[gone],)).dominant
+        for leaf in leaves:
+            if leaf != gone and before[leaf] - after[leaf] > worst:
+                worst = float(before[leaf] - after[leaf])
+                witness = (f"{paths[gone]} leaves: {paths[leaf]} falls from "
+                           f"{before[leaf]:.4g} to {after[leaf]:.4g}")
+    return Outcome(worst, p.grain, witness)
+
+
+def starvation(p: Probe) -> Outcome:
+    until, frame = p.horizon, p.run(p.horizon)
+    g, paths = _guarantees(p), p.exp.hierarchy.paths
+    worst, witness = 0.0, ""
+    for leaf in _leaves(p):
+        if g[leaf] <= 0:
+            continue
+        longest, start = _longest_zero(frame[frame["path"] == paths[leaf]], until)
+        if longest > worst:
+            worst, witness = longest, (f"{paths[leaf]} ran no task for {longest:g} s "
+                                       f"(from {start:g} s; guarantee {g[leaf]:.3g})")
+    return Outcome(worst, 2.0 * p.longest_task, witness)
+
+
+def jain(p: Probe) -> Outcome:
+    """Jain's index of the demanding leaves' dominant shares over their guarantees."""
+    g, dom = _guarantees(p), p.fill().dominant
+    x = np.array([dom[i] / g[i] for i in _leaves(p) if g[i] > 0])
+    value = float(x.sum() ** 2 / (len(x) * (x ** 2).sum())) if len(x) and x.any() else 0.0
+    return Outcome(value, math.inf, f"{len(x)} leaves")
+
+
+# -- helpers ---------------------------------------------------------------
+def _dominant_series(p: Probe, frame: pd.DataFrame, path: str) -> pd.DataFrame:
+    rows = frame[frame["path"] == path]
+    shares = rows[list(p.exp.cluster.resources)].to_numpy(float) / p.total
+    return pd.DataFrame({"time": rows["time"].to_numpy(float),
+                         "value": shares.max(axis=1) if len(rows) else np.zeros(0)})
+
+
+def _time_mean(series: pd.DataFrame, until: float) -> float:
+    """Mean over [0, until] of a step function given at its change points
+    (zero before the first)."""
+    t = np.clip(np.append(series["time"].to_numpy(float), until), 0, until)
+    return float(np.sum(series["value"].to_numpy(float) * np.diff(t)) / until)
+
+
+def _longest_zero(rows: pd.DataFrame, until: float) -> tuple[float, float]:
+    """The longest stretch in [0, until] at zero tasks (zero before the first
+    row) and when it began."""
+    times, tasks = rows["time"].to_numpy(float), rows["tasks"].to_numpy()
+    if not len(times) or times[0] > 0:
+        times, tasks = np.insert(times, 0, 0.0), np.insert(tasks, 0, 0)
+    longest, start, since = 0.0, 0.0, None
+    for t0, t1, n in zip(times, np.append(times[1:], until), tasks):
+        if n:
+            since = None
+            continue
+        since = min(t0, until) if since is None else since
+        if min(t1, until) - since > longest:
+            longest, start = min(t1, until) - since, since
+    return longest, start
+
+
+def _vec(v) -> str:
+    return "<" + ", ".join(f"{x:g}" for x in v) + ">"
+
+
+GUARANTEE = {"static-hdrf": "H-DRF §4.1, Theorem 2",
+             "hdrf": "H-DRF Theorems 1-2 (dynamic = static)",
+             "hdrf-fast": "H-DRF Theorems 1-2 (dynamic = static)",
+             "mch": "MCH letter §II-A, §V"}
+BROKEN_GUARANTEE = {"collapsed": "H-DRF §3.2", "naive-hdrf": "H-DRF §3.3"}
+PROPERTIES: dict[str, Property] = {p.name: p for p in (
+    Property("share-guarantee", "hierarchical share guarantee (cluster full)",
+             "dominant share", share_guarantee, promised=GUARANTEE,
+             disclaimed={"collapsed": "H-DRF §3.2"}),
+    Property("share-guarantee-churn", "hierarchical share guarantee after churn",
+             "dominant share", share_guarantee_churn,
+             promised={k: v for k, v in GUARANTEE.items() if k != "static-hdrf"},
+             disclaimed=BROKEN_GUARANTEE),
+    Property("share-guarantee-time", "hierarchical share guarantee, time-average of a run",
+             "dominant share", share_guarantee_time,
+             promised={k: v for k, v in GUARANTEE.items() if k != "static-hdrf"},
+             disclaimed=BROKEN_GUARANTEE, running=True),
+    Property("convergence", "converges to static H-DRF after churn", "dominant share",
+             convergence,
+             promised={"hdrf": "H-DRF §3.4, Theorem 1", "hdrf-fast": "H-DRF §3.4, Theorem 1",
+                       "mch": "MCH letter §III-A.3 (t = t*)"},
+             disclaimed={"naive-hdrf": "H-DRF §3.3",
+                         "hdrf-rescale-only": "H-DRF §3.4, Fig. 5"}),
+    Property("pareto", "Pareto efficiency (no demanding leaf's task fits in what is free)",
+             "leaves", pareto,
+             promised={"drf": "DRF §1", "static-hdrf": "H-DRF §5.2 (footnote 5)",
+                       "hdrf": "H-DRF §5.2 (footnote 5)", "hdrf-fast": "H-DRF §5.2 (footnote 5)",
+                       "naive-hdrf": "H-DRF §3.3, §5.2 (Pareto-efficient C.S)"},
+             disclaimed={"capacity-current": "H-DRF §5.2"}),
+    Property("envy-siblings", "envy-freeness between sibling leaves (weighted)", "tasks",
+             envy_siblings, promised={"drf": "DRF §1 (flat: every leaf a sibling)"}),
+    Property("envy-leaves", "envy-freeness between any leaves (scaled by guarantee)", "tasks",
+             envy_leaves),
+    Property("strategy-proofness", "strategy-proofness (one leaf misreports)",
+             "useful tasks", strategy_proofness,
+             promised={"drf": "DRF §1", **{a: "H-DRF §4.2, Theorem 3" for a in HDRF}}),
+    Property("group-strategy-proofness", "group strategy-proofness (two siblings misreport)",
+             "useful tasks", group_strategy_proofness,
+             promised={a: "H-DRF §4.2, Theorem 3" for a in HDRF}),
+    Property("sharing-incentive", "sharing incentive (one-level trees)", "tasks",
+             sharing_incentive,
+             promised={"drf": "DRF §1", **{a: "H-DRF §4.1 (implied by Theorem 2)" for a in HDRF}}),
+    Property("population-monotonicity", "population monotonicity (a leaf leaves)",
+             "dominant share", population_monotonicity,
+             disclaimed={a: "H-DRF §4.3, Theorem 5" for a in HDRF}),
+    Property("starvation", "no starvation (a demanding leaf at zero tasks)", "seconds",
+             starvation,
+             promised={"hdrf": "H-DRF §1, §3.4", "hdrf-fast": "H-DRF §1, §3.4",
+                       "dff": "DFF letter §1", "pdrf": "PDRF note, Motivation"},
+             disclaimed={"naive-hdrf": "H-DRF §3.3", "fifo": "DRF §1 (other solutions)"},
+             running=True),
+    Property("jain", "Jain's index of dominant share / guarantee (cluster full)", "index",
+             jain, metric=True),
+)}

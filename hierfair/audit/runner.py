@@ -1,0 +1,182 @@
+"""Run every algorithm against every property on the same random instances.
+
+:func:`audit` draws ``instances`` seeded instances (:mod:`instance`), probes
+each algorithm on each (joblib, one task per instance), and returns one row
+per (instance, algorithm, property).  :func:`summarise` turns the rows into
+the algorithm x property table; :func:`shrink` makes a violation's instance
+as small as it gets while the violation stays.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import pandas as pd
+from joblib import Parallel, delayed
+
+from hierfair.algorithms import ALGORITHMS
+from hierfair.audit.instance import DEFAULT_SHAPE, Instance, Shape, draw, size, smaller
+from hierfair.audit.probe import Probe
+from hierfair.audit.properties import PROPERTIES, Outcome, Property
+from hierfair.experiment.spec import Experiment, build_experiment
+
+#: slots-k needs its k; 4 slots per server as in H-DRF §5.3.1's smallest.
+SLOTS = "slots-4"
+
+
+def default_algorithms() -> list[str]:
+    return [SLOTS if name == "slots-k" else name for name in ALGORITHMS]
+
+
+@dataclass(frozen=True)
+class Probed:
+    """The two experiments of one instance: static (10-s tasks) and running."""
+
+    instance: Instance
+    static: Experiment
+    running: Experiment
+
+    @classmethod
+    def of(cls, inst: Instance) -> Probed:
+        return cls(inst, build_experiment(inst.spec("audit", ["drf"]), source="audit"),
+                   build_experiment(inst.spec("audit", ["drf"], running=True), source="audit"))
+
+    def outcome(self, algorithm: str, prop: Property,
+                shared: dict | None = None) -> Outcome | str:
+        exp = self.running if prop.running else self.static
+        return prop.check(Probe(exp, algorithm, shared))
+
+
+def audit_instance(inst: Instance, algorithms: list[str], properties: list[str]) -> list[dict]:
+    """Every (algorithm, property) on one instance, one row each."""
+    probed = Probed.of(inst)
+    shared: dict = {}
+    rows = []
+    for algorithm in algorithms:
+        probes: dict[bool, Probe] = {}  # one probe per experiment: fills are shared
+        for name in properties:
+            prop = PROPERTIES[name]
+            exp = probed.running if prop.running else probed.static
+            probe = probes.setdefault(prop.running, Probe(exp, algorithm, shared))
+            row = {"instance": inst.seed, "algorithm": algorithm, "property": name,
+                   "pooled": inst.pooled, "flat": inst.flat, "leaves": _leaf_count(inst)}
+            t0 = time.process_time()
+            try:
+                out = prop.check(probe)
+            except Exception as exc:  # a crash is n/a for this cell, never "holds"
+                row.update(status="error", why=f"{type(exc).__name__}: {exc}",
+                           trace=traceback.format_exc(limit=3))
+            else:
+                if isinstance(out, str):
+                    row.update(status="n/a", why=out)
+                else:
+                    row.update(status="violated" if out.violated and not prop.metric else "ok",
+                               magnitude=out.magnitude, tol=out.tol, witness=out.witness)
+            row["cpu_s"] = time.process_time() - t0
+            rows.append(row)
+    return rows
+
+
+def audit(instances: int, seed: int = 0, shape: Shape = DEFAULT_SHAPE,
+          algorithms: list[str] | None = None, properties: list[str] | None = None,
+          jobs: int = -1, progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """One row per (instance, algorithm, property) over seeds ``seed .. seed+instances-1``."""
+    algorithms = algorithms or default_algorithms()
+    properties = properties or list(PROPERTIES)
+    seeds = range(seed, seed + instances)
+    work = (delayed(audit_instance)(draw(s, shape), algorithms, properties) for s in seeds)
+    rows: list[dict] = []
+    runner = Parallel(n_jobs=jobs, return_as="generator")
+    for k, chunk in enumerate(runner(work), start=1):
+        rows.extend(chunk)
+        if progress and (k == instances or k % max(1, instances // 10) == 0):
+            progress(f"audit: {k}/{instances} instances")
+    frame = pd.DataFrame(rows)
+    for col in ("magnitude", "tol", "witness", "why", "trace"):
+        if col not in frame:
+            frame[col] = None
+    return frame
+
+
+def summarise(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (algorithm, property, cluster): instances checked, violations,
+    rate, worst magnitude (in tolerances: 'how many tasks'), first violator."""
+    out = []
+    for (algorithm, prop, pooled), group in rows.groupby(["algorithm", "property", "pooled"],
+                                                         sort=False):
+        checked = group[group["status"].isin(["ok", "violated"])]
+        bad = checked[checked["status"] == "violated"]
+        p = PROPERTIES[prop]
+        row = {"algorithm": algorithm, "property": prop, "cluster": "pooled" if pooled
+               else "servers", "checked": len(checked), "violated": len(bad),
+               "errors": int((group["status"] == "error").sum()),
+               "rate": len(bad) / len(checked) if len(checked) else float("nan"),
+               "worst": float(bad["magnitude"].max()) if len(bad) else float("nan"),
+               "first": int(bad["instance"].iloc[0]) if len(bad) else None,
+               "promised": p.promised.get(algorithm, ""),
+               "disclaimed": p.disclaimed.get(algorithm, "")}
+        if p.metric:
+            row["mean"] = float(checked["magnitude"].mean()) if len(checked) else float("nan")
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def verdict(violated: int, checked: int, errors: int) -> str:
+    """holds / violated / n/a for a cell (n/a when nothing was checked or any run failed)."""
+    if violated:
+        return "violated"
+    if errors or not checked:
+        return "n/a"
+    return "holds"
+
+
+def shrink(inst: Instance, algorithm: str, prop: Property, max_checks: int = 150,
+           ) -> tuple[Instance, Outcome]:
+    """Greedy shrinking: take the first one-step reduction that still violates,
+    until none does (or ``max_checks`` instances were tried)."""
+    best = _violation(inst, algorithm, prop)
+    if best is None:
+        raise ValueError("the instance does not violate the property")
+    checks = 0
+    improved = True
+    while improved and checks < max_checks:
+        improved = False
+        for cand in _ordered(smaller(inst)):
+            if size(cand) >= size(inst):
+                continue
+            checks += 1
+            out = _violation(cand, algorithm, prop)
+            if out is not None:
+                inst, best, improved = cand, out, True
+                break
+            if checks >= max_checks:
+                break
+    return inst, best
+
+
+def _ordered(cands: Iterable[Instance]) -> list[Instance]:
+    return sorted(cands, key=size)
+
+
+def _violation(inst: Instance, algorithm: str, prop: Property) -> Outcome | None:
+    if not inst.demands or not _placeable(inst):
+        return None
+    try:
+        out = Probed.of(inst).outcome(algorithm, prop)
+    except Exception:  # a reduction the algorithm cannot run is not a smaller example
+        return None
+    return out if isinstance(out, Outcome) and out.violated else None
+
+
+def _placeable(inst: Instance) -> bool:
+    """Every demand fits on some server (else a guarantee fails for nothing)."""
+    return all(any(all(c >= v for c, v in zip(server, d)) for server in inst.servers)
+               for _, d in inst.demands)
+
+
+def _leaf_count(inst: Instance) -> int:
+    paths = [p for p, _ in inst.nodes]
+    return sum(not any(q.startswith(p + "/") for q in paths) for p in paths)

@@ -1,0 +1,199 @@
+"""Write what the audit found: minimal counterexample specs and the table.
+
+:func:`run_audit` is the whole ``hierfair audit``: audit, shrink each
+violated (algorithm, property) to a small instance, write that instance as a
+spec whose claim ``hierfair run`` shows refuted, and write the table
+(``table.md``, ``summary.csv``, ``rows.parquet``) into the output folder.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from joblib import Parallel, delayed
+
+from hierfair.audit.instance import DEFAULT_SHAPE, Instance, Shape, draw
+from hierfair.audit.properties import PROPERTIES, Outcome
+from hierfair.audit.runner import _violation, audit, shrink, summarise, verdict
+from hierfair.experiment.results import write_text
+
+FOLDER_NOTE = ("Written by `hierfair audit` (`make reproduce`); regenerated on every run, "
+               "do not edit by hand.  Each spec is a minimal instance on which one algorithm "
+               "violates one property; `hierfair run SPEC` shows its claim refuted.  "
+               "Definitions: docs/properties.md.\n")
+
+
+@dataclass(frozen=True)
+class Found:
+    algorithm: str
+    prop: str
+    instance: Instance
+    outcome: Outcome
+    origin: int  # the audit instance it was shrunk from
+    file: str = ""
+
+
+def run_audit(out: Path, counterexamples: Path | None, instances: int, seed: int = 0,
+              shape: Shape = DEFAULT_SHAPE, algorithms: list[str] | None = None,
+              properties: list[str] | None = None, jobs: int = -1,
+              progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """Audit, shrink, write; returns the summary table."""
+    rows = audit(instances, seed, shape, algorithms, properties, jobs, progress)
+    summary = summarise(rows)
+    found: list[Found] = []
+    if counterexamples is not None:
+        found = _write_specs(counterexamples, _shrink_all(rows, shape, jobs, progress))
+    out.mkdir(parents=True, exist_ok=True)
+    rows.drop(columns=["trace"]).to_parquet(out / "rows.parquet", index=False)
+    summary.to_csv(out / "summary.csv", index=False)
+    # linked from the report's README.md, one folder up from ``out``
+    write_text(table(summary, found, instances, seed, counterexamples, out.parent),
+               out / "table.md")
+    return summary
+
+
+# -- shrinking every violated cell ------------------------------------------
+def _shrink_all(rows: pd.DataFrame, shape: Shape, jobs: int,
+                progress: Callable[[str], None] | None) -> list[Found]:
+    """One counterexample per violated (algorithm, property), from the first
+    violating instance (a pooled one where there is one)."""
+    bad = rows[rows["status"] == "violated"].sort_values(["pooled", "instance"],
+                                                         ascending=[False, True])
+    cells = bad.drop_duplicates(["algorithm", "property"])
+    todo = [(r.algorithm, r.property, int(r.instance)) for r in cells.itertuples()]
+    if progress:
+        progress(f"audit: shrinking {len(todo)} violations")
+    # group by property: a smaller instance found for one algorithm is tried first for the next
+    by_prop: dict[str, list[tuple[str, int]]] = {}
+    for algorithm, prop, origin in todo:
+        by_prop.setdefault(prop, []).append((algorithm, origin))
+    work = (delayed(_shrink_property)(prop, cells_, shape) for prop, cells_ in by_prop.items())
+    found = [f for chunk in Parallel(n_jobs=jobs)(work) for f in chunk]
+    return sorted(found, key=lambda f: (f.prop, f.algorithm))
+
+
+def _shrink_property(prop: str, cells: list[tuple[str, int]], shape: Shape) -> list[Found]:
+    p, small, out = PROPERTIES[prop], [], []
+    for algorithm, origin in cells:
+        start = next((s for s in small if _violation(s, algorithm, p) is not None),
+                     draw(origin, shape))
+        inst, outcome = shrink(start, algorithm, p)
+        small.append(inst)
+        out.append(Found(algorithm, prop, inst, outcome, origin))
+    return out
+
+
+def _write_specs(folder: Path, found: list[Found]) -> list[Found]:
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.yaml"):  # the folder is the audit's own
+        old.unlink()
+    write_text(FOLDER_NOTE, folder / "README.md")
+    written = []
+    for f in found:
+        f = replace(f, file=str(folder / f"{f.prop}--{f.algorithm}.yaml"))
+        write_text(spec_text(f), Path(f.file))
+        written.append(f)
+    return written
+
+
+def spec_text(f: Found) -> str:
+    """The counterexample as a commented spec with one refuted claim."""
+    p = PROPERTIES[f.prop]
+    source = p.promised.get(f.algorithm) or p.disclaimed.get(f.algorithm) or \
+        "property audit (docs/properties.md)"
+    stance = ("promised by " + p.promised[f.algorithm] if f.algorithm in p.promised else
+              "disclaimed by " + p.disclaimed[f.algorithm] if f.algorithm in p.disclaimed
+              else "not promised for this algorithm by any of the papers")
+    o = f.outcome
+    claim = {
+        "id": f"audit-{f.prop}",
+        "claim": f"{f.algorithm} has the property: {p.title}",
+        "source": source,
+        "published": "property",
+        "expect": "refuted",
+        "note": (f"Measured: {o.witness}; {p.unit} {o.magnitude:.4g} beyond the whole-task "
+                 f"tolerance {o.tol:.4g}."),
+        "checks": [{"algorithm": f.algorithm, "property": f.prop, "below": _bound(o.tol)}],
+    }
+    name = f"cx-{f.prop}--{f.algorithm}"
+    spec = f.instance.spec(name, [f.algorithm], running=p.running, claims=[claim],
+                           description=f"{f.algorithm} violates {p.title}: {o.witness}")
+    head = ["# A minimal counterexample written by `hierfair audit` (do not edit).",
+            f"# Property: {p.title} ({stance}); definition in docs/properties.md.",
+            f"# Shrunk from audit instance {f.origin} (seed {f.origin}); {o.witness}.",
+            f"# Reproduce: hierfair run {f.file or 'THIS.yaml'} -- the claim's check is the",
+            f"# property's measure ({p.unit}); it holds below {o.tol:.4g}, "
+            f"measured {o.magnitude:.4g}."]
+    body = yaml.safe_dump(spec, sort_keys=False, default_flow_style=None, width=100)
+    return "\n".join(head) + "\n" + body
+
+
+def _bound(tol: float) -> float:
+    """The check's strict bound: the tolerance itself is still 'holds'."""
+    return float(f"{tol + 1e-9:.12g}") if math.isfinite(tol) else tol
+
+
+# -- the table ---------------------------------------------------------------
+def table(summary: pd.DataFrame, found: list[Found], instances: int, seed: int,
+          folder: Path | None, base: Path = Path("reports")) -> str:
+    """The algorithm x property table in markdown, red cells linked to their
+    counterexample."""
+    links = {(f.algorithm, f.prop): f.file for f in found}
+    props = [p for p in PROPERTIES if p in set(summary["property"])]
+    algos = list(dict.fromkeys(summary["algorithm"]))
+    lines = ["## Fairness properties (audit)", "",
+             f"{instances} random instances (seeds {seed}-{seed + instances - 1}; "
+             "pooled and multi-server clusters), every algorithm on the same ones; "
+             "definitions and sources in docs/properties.md.  A cell gives the share of "
+             "instances that violate the property on a **pooled** cluster, then on "
+             "**several servers** (where packing, too, can cost a share); "
+             "**bold ✗** marks a violation on a pooled cluster of a property a paper "
+             "promises for that algorithm (a finding; the papers state their properties "
+             "on pooled resources), *(disclaimed)* one the paper says it lacks, n/a that "
+             "the property does not apply or a run failed.  Each violation links to its "
+             "minimal counterexample.", ""]
+    short = {p: p.replace("-", " ") for p in props}
+    lines.append("| algorithm | " + " | ".join(short[p] for p in props) + " |")
+    lines.append("|---|" + "---|" * len(props))
+    index = {(r.algorithm, r.property, r.cluster): r for r in summary.itertuples()}
+    for a in algos:
+        cells = []
+        for p in props:
+            parts = []
+            for cluster in ("pooled", "servers"):
+                r = index.get((a, p, cluster))
+                parts.append(_cell(r, PROPERTIES[p].metric) if r is not None else "–")
+            cell = " / ".join(parts)
+            prop = PROPERTIES[p]
+            pooled = index.get((a, p, "pooled"))
+            violated = any((r := index.get((a, p, c))) is not None and r.violated
+                           for c in ("pooled", "servers"))
+            # the papers state their properties on pooled resources: only a
+            # pooled violation contradicts a promise
+            if pooled is not None and pooled.violated and a in prop.promised:
+                cell = f"**✗ {cell}**"
+            elif violated and a in prop.disclaimed:
+                cell += " *(disclaimed)*"
+            if (a, p) in links and folder is not None:
+                cell = f"[{cell}]({os.path.relpath(links[(a, p)], base)})"
+            cells.append(cell)
+        lines.append(f"| {a} | " + " | ".join(cells) + " |")
+    lines += ["", f"Counterexamples: {len(found)} specs in `{folder}`." if folder else "", ""]
+    return "\n".join(lines)
+
+
+def _cell(r, metric: bool) -> str:
+    if metric:
+        return f"{r.mean:.2f}" if r.checked else "n/a"
+    word = verdict(r.violated, r.checked, r.errors)
+    if word == "n/a":
+        return "n/a"
+    if word == "holds":
+        return "0"
+    return f"{r.violated}/{r.checked}"
