@@ -325,6 +325,9 @@ def static_hdrf(hierarchy: Hierarchy, demands: np.ndarray, total: np.ndarray,
     user = np.zeros(n, dtype=bool)
     user[list(hierarchy.leaves)] = True
     user &= mu > 0
+    # a leaf needing a resource the cluster has none of can run no task
+    # (Algorithm 1 walks only to nodes with a task that can be scheduled)
+    user &= ~((np.asarray(demands) > 0) & (np.asarray(total) <= 0)).any(axis=1)
     a = np.zeros((n, m))
     a[user] = per_task[user] / mu[user, None]
     cap = np.full(n, np.inf) if caps is None else np.asarray(caps, dtype=float).copy()
