@@ -111,8 +111,7 @@ def spec_text(f: Found) -> str:
               "disclaimed by " + p.disclaimed[f.algorithm] if f.algorithm in p.disclaimed
               else "not promised for this algorithm by any of the papers")
     o = f.outcome
-    claim = {
-        "id": f"audit-{f.prop}",
+    claim = {  # no ``id``: ids name items of docs/reproductions.md
         "claim": f"{f.algorithm} has the property: {p.title}",
         "source": source,
         "published": "property",
