@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from hierfair.cli import main
-from hierfair.experiment.claims import _time_statistic, evaluate, expected_verdict
+from hierfair.experiment.claims import evaluate, expected_verdict, time_statistic
 from hierfair.experiment.spec import build_experiment, load_spec, read_yaml
 from hierfair.experiment.sweep import sweep
 from hierfair.report import write_report
@@ -22,15 +22,15 @@ from .conftest import EXPERIMENTS
 WITH_CLAIMS = sorted(p.stem for p in EXPERIMENTS.glob("*.yaml") if read_yaml(p).get("claims"))
 
 
-def test_time_statistics_of_a_step_function():
+def testtime_statistics_of_a_step_function():
     # 2 tasks on [0, 10), 6 on [10, 15), 0 from 15 to the end at 20
     series = pd.DataFrame({"time": [0.0, 10.0, 15.0]})
     values = np.array([2.0, 6.0, 0.0])
-    assert _time_statistic(series, values, "mean", None, 20.0) == pytest.approx(50 / 20)
-    assert _time_statistic(series, values, "median", None, 20.0) == 2.0
-    assert _time_statistic(series, values, "min", (0, 15), 20.0) == 2.0
-    assert _time_statistic(series, values, "max", None, 20.0) == 6.0
-    assert _time_statistic(series, values, "mean", (5, 15), 20.0) == pytest.approx(4.0)
+    assert time_statistic(series, values, "mean", None, 20.0) == pytest.approx(50 / 20)
+    assert time_statistic(series, values, "median", None, 20.0) == 2.0
+    assert time_statistic(series, values, "min", (0, 15), 20.0) == 2.0
+    assert time_statistic(series, values, "max", None, 20.0) == 6.0
+    assert time_statistic(series, values, "mean", (5, 15), 20.0) == pytest.approx(4.0)
 
 
 def test_the_papers_claims_are_checked_in_the_experiments():

@@ -137,7 +137,7 @@ def shrink(inst: Instance, algorithm: str, prop: Property, max_checks: int = 150
            ) -> tuple[Instance, Outcome]:
     """Greedy shrinking: take the first one-step reduction that still violates,
     until none does (or ``max_checks`` instances were tried)."""
-    best = _violation(inst, algorithm, prop)
+    best = violation(inst, algorithm, prop)
     if best is None:
         raise ValueError("the instance does not violate the property")
     checks = 0
@@ -148,7 +148,7 @@ def shrink(inst: Instance, algorithm: str, prop: Property, max_checks: int = 150
             if size(cand) >= size(inst):
                 continue
             checks += 1
-            out = _violation(cand, algorithm, prop)
+            out = violation(cand, algorithm, prop)
             if out is not None:
                 inst, best, improved = cand, out, True
                 break
@@ -161,7 +161,9 @@ def _ordered(cands: Iterable[Instance]) -> list[Instance]:
     return sorted(cands, key=size)
 
 
-def _violation(inst: Instance, algorithm: str, prop: Property) -> Outcome | None:
+def violation(inst: Instance, algorithm: str, prop: Property) -> Outcome | None:
+    """The outcome when ``algorithm`` violates ``prop`` on ``inst``, else None
+    (also None for instances a reduction made unrunnable or meaningless)."""
     if not inst.demands or not _placeable(inst):
         return None
     try:

@@ -20,7 +20,7 @@ from joblib import Parallel, delayed
 
 from hierfair.audit.instance import DEFAULT_SHAPE, Instance, Shape, draw
 from hierfair.audit.properties import PROPERTIES, Outcome
-from hierfair.audit.runner import _violation, audit, shrink, summarise, verdict
+from hierfair.audit.runner import audit, shrink, summarise, verdict, violation
 from hierfair.experiment.results import write_text
 
 FOLDER_NOTE = ("Written by `hierfair audit` (`make reproduce`); regenerated on every run, "
@@ -81,7 +81,7 @@ def _shrink_all(rows: pd.DataFrame, shape: Shape, jobs: int,
 def _shrink_property(prop: str, cells: list[tuple[str, int]], shape: Shape) -> list[Found]:
     p, small, out = PROPERTIES[prop], [], []
     for algorithm, origin in cells:
-        start = next((s for s in small if _violation(s, algorithm, p) is not None),
+        start = next((s for s in small if violation(s, algorithm, p) is not None),
                      draw(origin, shape))
         inst, outcome = shrink(start, algorithm, p)
         small.append(inst)

@@ -276,7 +276,7 @@ class _Measurer:
             series = self.allocations[(self.allocations["run"] == run)
                                       & (self.allocations["path"] == check.node)]
             end = float(self.allocations.loc[self.allocations["run"] == run, "time"].max())
-            values.append(_time_statistic(series, self._quantity(series, check.resource),
+            values.append(time_statistic(series, self._quantity(series, check.resource),
                                           check.stat, check.window, end))
         return values
 
@@ -290,7 +290,7 @@ class _Measurer:
         return shares[:, cluster.resources.index(resource)]
 
 
-def _time_statistic(series: pd.DataFrame, values: np.ndarray, stat: str,
+def time_statistic(series: pd.DataFrame, values: np.ndarray, stat: str,
                     window: tuple[float, float] | None, end: float) -> float:
     """Mean, median, min or max of a step function given at change points,
     counting each value for as long as it held within the window."""
