@@ -15,7 +15,7 @@ from hierfair.audit.instance import Instance, draw, size
 from hierfair.audit.names import PROPERTY_NAMES
 from hierfair.audit.probe import Probe
 from hierfair.audit.properties import PROPERTIES
-from hierfair.audit.runner import Probed, _placeable, audit, shrink
+from hierfair.audit.runner import FINER, Probed, Probes, _placeable, audit, refined, shrink
 from hierfair.audit.write import Found, spec_text
 from hierfair.cli import main
 from hierfair.experiment.claims import evaluate
@@ -46,6 +46,12 @@ def outcome(inst: Instance, algorithm: str, prop: str):
     return Probed.of(inst).outcome(algorithm, PROPERTIES[prop])
 
 
+def finer(inst: Instance, algorithm: str, prop: str):
+    """The outcome with its magnitude on the instance with finer tasks."""
+    return refined(outcome(inst, algorithm, prop), algorithm, PROPERTIES[prop],
+                   Probes(inst.finer(FINER)))
+
+
 def test_property_names_match_the_registry():
     assert tuple(PROPERTIES) == PROPERTY_NAMES
 
@@ -58,6 +64,37 @@ def test_mch_misses_n1s_guarantee_by_the_published_amount():
     assert "n1 0.2 <" in out.witness
     assert not outcome(MCH, "static-hdrf", "share-guarantee").violated
     assert outcome(MCH, "static-hdrf", "share-guarantee").magnitude == 0
+
+
+def test_a_structural_miss_survives_finer_tasks():
+    # MCH's miss is the tree's, not the tasks': with tasks ten times finer
+    # (<3000, 3000>) n1 still holds 0.2 against 1/3.
+    out = finer(MCH, "mch", "share-guarantee")
+    assert out.violated
+    assert out.fine == pytest.approx(1 / 3 - 0.2, abs=1e-9)
+
+
+# Two siblings, weights 1:4, 3-CPU tasks on 50 CPUs.  Fluid H-DRF gives the
+# heavy one 0.8 of the CPUs; whole tasks give it 12 tasks (0.72): the light one
+# holds 4 tasks (0.24 > 0.2) and 2 CPUs are left over -- 1.33 tasks short.
+WEIGHTED = Instance(nodes=(("a", 1.0), ("b", 4.0)), resources=("cpu", "mem"),
+                    demands=(("a", (3.0, 0.0)), ("b", (3.0, 0.0))), servers=((50.0, 50.0),))
+
+
+def test_a_whole_task_miss_magnified_by_weights_fades_with_finer_tasks():
+    raw = outcome(WEIGHTED, "hdrf", "share-guarantee")
+    assert raw.missed and raw.magnitude == pytest.approx(0.8 - 0.72)
+    assert "b 0.72 < guarantee 0.8" in raw.witness
+    out = finer(WEIGHTED, "hdrf", "share-guarantee")
+    # on 500 CPUs: b holds 132 tasks (0.792), a 34 (0.204), 2 CPUs free
+    assert out.fine == pytest.approx(0.8 - 396 / 500)
+    assert out.fine < raw.tol and not out.violated
+    # A task-valued property counts in the coarse instance's tasks.  b envies
+    # a's bundle times 4: 48 CPUs, 16 tasks to its 12; with finer tasks
+    # 4 x 102 CPUs = 136 tasks to its 132, i.e. 4 / FINER coarse tasks.
+    envy = finer(WEIGHTED, "hdrf", "envy-siblings")
+    assert envy.magnitude == 4 and envy.fine == pytest.approx(4 / FINER)
+    assert not envy.violated
 
 
 def test_hdrf_population_monotonicity_fails_as_theorem_5_says():

@@ -74,6 +74,11 @@ class Instance:
         least = min((v for _, d in self.demands for v in d if v > 0), default=1.0)
         return int(math.ceil(total.max() / least)) + 1
 
+    def finer(self, k: int) -> Instance:
+        """The same instance with every task k times smaller against the
+        cluster (every server k times larger): whole tasks' granularity / k."""
+        return replace(self, servers=tuple(tuple(v * k for v in row) for row in self.servers))
+
     def duration(self, path: str) -> float:
         return DURATIONS[[p for p, _ in self.demands].index(path) % len(DURATIONS)]
 

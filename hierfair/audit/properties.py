@@ -5,11 +5,15 @@ holding (``magnitude``, in the property's unit) against the granularity whole
 tasks allow (``tol``) -- or a string saying why the property does not apply.
 Definitions, units and sources: docs/properties.md (keep the two in step).
 
-Whole tasks: a share-valued property is violated only when it misses by more
-than one task of the instance's largest task (``Probe.grain``); a
-task-valued one by more than one task.  Smaller misses are the granularity of
-whole tasks (the catalogue's ``drf-cat-*`` specs show them one by one), not
-the structure the papers argue about.
+Whole tasks: a share-valued property misses only when it misses by more than
+one task of the instance's largest task (``Probe.grain``); a task-valued one
+by more than one task.  Smaller misses are the granularity of whole tasks (the
+catalogue's ``drf-cat-*`` specs show them one by one), not the structure the
+papers argue about.  Weights magnify that granularity (a sibling of weight 4
+answers one extra task of a weight-1 sibling with up to four), so a property
+with a ``refine`` unit counts a miss as a violation only when it survives
+tasks made finer (:func:`hierfair.audit.runner.refined`; Theorem 1's "small
+tasks").
 """
 
 from __future__ import annotations
@@ -34,10 +38,19 @@ class Outcome:
     magnitude: float  # worst distance from holding; <= tol: holds
     tol: float
     witness: str = ""  # the worst case in words
+    #: the magnitude on the same instance with tasks ``FINER`` times smaller,
+    #: in this instance's units (None: not refined)
+    fine: float | None = None
+
+    @property
+    def missed(self) -> bool:
+        """Beyond the tolerance at this instance's grain."""
+        return self.magnitude > self.tol + EPS
 
     @property
     def violated(self) -> bool:
-        return self.magnitude > self.tol + EPS
+        """Missed, and (where refined) still missed with finer tasks."""
+        return self.missed and (self.fine is None or self.fine > self.tol + EPS)
 
 
 Check = Callable[[Probe], "Outcome | str"]
@@ -55,6 +68,10 @@ class Property:
     disclaimed: dict[str, str] = field(default_factory=dict)
     running: bool = False  # probed on the running instance (tasks of unequal lengths)
     metric: bool = False  # a number beside the pass/fail properties
+    #: how the magnitude scales when every task is made k times smaller:
+    #: "share" (an absolute share, compare as is), "tasks" (a count, divide by
+    #: k), "" (not refined: exact counts or times)
+    refine: str = ""
 
 
 # -- shared pieces -----------------------------------------------------------
@@ -344,21 +361,21 @@ BROKEN_GUARANTEE = {"collapsed": "H-DRF §3.2", "naive-hdrf": "H-DRF §3.3"}
 PROPERTIES: dict[str, Property] = {p.name: p for p in (
     Property("share-guarantee", "hierarchical share guarantee (cluster full)",
              "dominant share", share_guarantee, promised=GUARANTEE,
-             disclaimed={"collapsed": "H-DRF §3.2"}),
+             disclaimed={"collapsed": "H-DRF §3.2"}, refine="share"),
     Property("share-guarantee-churn", "hierarchical share guarantee after churn",
              "dominant share", share_guarantee_churn,
              promised=DYNAMIC_GUARANTEE,
-             disclaimed=BROKEN_GUARANTEE),
+             disclaimed=BROKEN_GUARANTEE, refine="share"),
     Property("share-guarantee-time", "hierarchical share guarantee, time-average of a run",
              "dominant share", share_guarantee_time,
              promised=DYNAMIC_GUARANTEE,
-             disclaimed=BROKEN_GUARANTEE, running=True),
+             disclaimed=BROKEN_GUARANTEE, running=True, refine="share"),
     Property("convergence", "converges to static H-DRF after churn", "dominant share",
              convergence,
              promised={"hdrf": "H-DRF §3.4, Theorem 1", "hdrf-fast": "H-DRF §3.4, Theorem 1",
                        "mch": "MCH letter §III-A.3 (t = t*)"},
              disclaimed={"naive-hdrf": "H-DRF §3.3",
-                         "hdrf-rescale-only": "H-DRF §3.4, Fig. 5"}),
+                         "hdrf-rescale-only": "H-DRF §3.4, Fig. 5"}, refine="share"),
     Property("pareto", "Pareto efficiency (no demanding leaf's task fits in what is free)",
              "leaves", pareto,
              promised={"drf": "DRF §1", "static-hdrf": "H-DRF §5.2 (footnote 5)",
@@ -366,21 +383,24 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in (
                        "naive-hdrf": "H-DRF §3.3, §5.2 (Pareto-efficient C.S)"},
              disclaimed={"capacity-current": "H-DRF §5.2"}),
     Property("envy-siblings", "envy-freeness between sibling leaves (weighted)", "tasks",
-             envy_siblings, promised={"drf": "DRF §1 (flat: every leaf a sibling)"}),
+             envy_siblings, promised={"drf": "DRF §1 (flat: every leaf a sibling)"},
+             refine="tasks"),
     Property("envy-leaves", "envy-freeness between any leaves (scaled by guarantee)", "tasks",
-             envy_leaves),
+             envy_leaves, refine="tasks"),
     Property("strategy-proofness", "strategy-proofness (one leaf misreports)",
              "useful tasks", strategy_proofness,
-             promised={"drf": "DRF §1", **{a: "H-DRF §4.2, Theorem 3" for a in HDRF}}),
+             promised={"drf": "DRF §1", **{a: "H-DRF §4.2, Theorem 3" for a in HDRF}},
+             refine="tasks"),
     Property("group-strategy-proofness", "group strategy-proofness (two siblings misreport)",
              "useful tasks", group_strategy_proofness,
-             promised={a: "H-DRF §4.2, Theorem 3" for a in HDRF}),
+             promised={a: "H-DRF §4.2, Theorem 3" for a in HDRF}, refine="tasks"),
     Property("sharing-incentive", "sharing incentive (one-level trees)", "tasks",
              sharing_incentive,
-             promised={"drf": "DRF §1", **{a: "H-DRF §4.1 (implied by Theorem 2)" for a in HDRF}}),
+             promised={"drf": "DRF §1", **{a: "H-DRF §4.1 (implied by Theorem 2)" for a in HDRF}},
+             refine="tasks"),
     Property("population-monotonicity", "population monotonicity (a leaf leaves)",
              "dominant share", population_monotonicity,
-             disclaimed={a: "H-DRF §4.3, Theorem 5" for a in HDRF}),
+             disclaimed={a: "H-DRF §4.3, Theorem 5" for a in HDRF}, refine="share"),
     Property("starvation", "no starvation (a demanding leaf at zero tasks)", "seconds",
              starvation,
              promised={"hdrf": "H-DRF §1, §3.4", "hdrf-fast": "H-DRF §1, §3.4",
