@@ -93,7 +93,8 @@ def _parser() -> argparse.ArgumentParser:
     r.set_defaults(func=_run)
 
     rep = sub.add_parser("report", help="figures and a README.md for a results folder")
-    rep.add_argument("folder", nargs="?", default="reports", metavar="DIR")
+    rep.add_argument("folder", nargs="?", default="results", metavar="DIR",
+                     help="a folder `hierfair run --out` wrote (default: %(default)s, as run's)")
     rep.add_argument("--catalogue", metavar="FILE", default=None, type=Path,
                      help="open with every claim of this catalogue (docs/reproductions.md) "
                      "and what checks it")

@@ -115,3 +115,40 @@ def test_console_script_exits_2_without_traceback(tmp_path: Path):
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip() == (f"hierfair: error: {bad}: workload.jobs[0].demand.cpu: "
                                    "Input should be greater than or equal to 0 (got -1)")
+
+
+# -- hierfair report ---------------------------------------------------------
+def test_report_on_a_missing_folder_is_exit_2_and_creates_nothing(tmp_path: Path, capsys):
+    assert main(["report", str(tmp_path / "nosuch")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nosuch: no such results folder" in err[0]
+    assert not (tmp_path / "nosuch").exists()
+
+
+def test_report_on_a_folder_without_results_is_exit_2(tmp_path: Path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    assert "no results in this folder" in capsys.readouterr().err
+    assert not (tmp_path / "README.md").exists()
+
+
+def test_report_defaults_to_runs_output_folder():
+    from hierfair.cli import _parser
+
+    p = _parser()
+    assert p.parse_args(["report"]).folder == p.parse_args(["run", "x.yaml"]).out
+
+
+def test_report_renders_a_folder_whose_runs_all_failed(tmp_path: Path, capsys):
+    # 300,000 tasks cannot finish within 0.2 s: every run times out
+    data = spec_with(algorithms=["drf"])
+    data["workload"]["jobs"][0]["tasks"] = 300_000
+    spec = tmp_path / "slow.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out), "--timeout", "0.2", "--jobs", "1"]) == 1
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    text = (out / "README.md").read_text()
+    assert "**None of the 1 runs finished**" in text
+    assert "| drf | 0 | timeout | exceeded the 0.2 s timeout |" in text
+    assert f"`hierfair report {out}`" in text and "make reproduce" not in text

@@ -33,6 +33,8 @@ def leaf_dominant_shares(alloc: pd.DataFrame, resources: tuple[str, ...],
 
 
 def plot_shares(folder: Path) -> Path | None:
+    if not (folder / "allocations.parquet").exists():  # no run finished
+        return None
     exp = load_spec(folder / "spec.yaml", check_workload=False)
     alloc = pd.read_parquet(folder / "allocations.parquet")
     runs = pd.read_parquet(folder / "runs.parquet")
