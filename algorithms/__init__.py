@@ -3,13 +3,23 @@
 :data:`ALGORITHMS` maps the name used in specs and on the command line to the
 policy class.  Each class carries a one-line ``description`` and a pydantic
 ``Params`` model that validates the ``params:`` a spec gives it.
+
+A spec may also name a policy class of its own (docs/extending.md): as
+``package.module:ClassName`` (importable: installed, or on ``PYTHONPATH``), or
+by the name an installed package registers in the ``hierfair.algorithms``
+entry-point group.  :func:`policy_class` resolves all three.
 """
 
 from __future__ import annotations
 
+import difflib
+import hashlib
+import importlib
+import inspect
 import re
 from collections.abc import Mapping
-from typing import Any
+from importlib.metadata import entry_points
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import ValidationError
 
@@ -57,16 +67,98 @@ ALGORITHMS: Mapping[str, type[BasePolicy]] = {
 _SLOTS_ALIAS = re.compile(r"^slots-(\d+)$")
 
 
+#: Installed packages register their policies here (``pyproject.toml``:
+#: ``[project.entry-points."hierfair.algorithms"] my-policy = "mypkg.mod:MyPolicy"``).
+ENTRY_POINT_GROUP = "hierfair.algorithms"
+
+
+def plugins() -> dict[str, str]:
+    """Entry-point name -> ``module:Class`` of every installed plugin policy."""
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)
+            if ep.name not in ALGORITHMS}
+
+
+def available() -> dict[str, type[BasePolicy]]:
+    """Built-in and plugin policies by name (a plugin that fails to load is left out)."""
+    out = dict(ALGORITHMS)
+    for name, target in plugins().items():
+        try:
+            out[name] = _import_policy(target, name)
+        except SpecError:
+            continue
+    return out
+
+
+def policy_class(name: str) -> type[BasePolicy]:
+    """The class a spec's algorithm ``name`` means: built-in, plugin, or
+    ``module:Class``.  Unknown or broken names raise :class:`SpecError`."""
+    if name in ALGORITHMS:
+        return ALGORITHMS[name]
+    found = plugins()
+    if name in found:
+        return _import_policy(found[name], name)
+    if ":" in name:
+        return _import_policy(name, name)
+    known = sorted([*ALGORITHMS, *found])
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise SpecError(f"unknown algorithm; {hint}known: {', '.join(known)} (or "
+                    "package.module:Class, docs/extending.md)", where="algorithm", value=name)
+
+
+def _import_policy(target: str, name: str) -> type[BasePolicy]:
+    module, _, attr = target.partition(":")
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except Exception as exc:  # ImportError, AttributeError, or the module's own error
+        raise SpecError(f"cannot load policy {target!r}: {type(exc).__name__}: {exc}",
+                        where="algorithm", value=name) from None
+    if not (isinstance(obj, type) and issubclass(obj, BasePolicy)):
+        raise SpecError(f"{target!r} is not a policy class (subclass "
+                        "hierfair.sim.policy.BasePolicy; docs/extending.md)",
+                        where="algorithm", value=name)
+    return obj
+
+
+def policy_code(name: str) -> str:
+    """A digest of a non-built-in policy's source file ('' for built-ins,
+    which hierfair's own code version covers): a cached run of a user's
+    policy reruns when its code changes."""
+    alias = _SLOTS_ALIAS.match(name)
+    if alias or name in ALGORITHMS:
+        return ""
+    cls = policy_class(name)
+    try:
+        source = inspect.getsourcefile(cls)
+        data = open(source, "rb").read() if source else cls.__qualname__.encode()
+    except (OSError, TypeError):
+        data = cls.__qualname__.encode()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def params_of(cls: type[BasePolicy]) -> list[tuple[str, str, str]]:
+    """(name, type, default) of every parameter a policy takes."""
+    out = []
+    for field, info in cls.Params.model_fields.items():
+        ann = info.annotation
+        if get_origin(ann) is Literal:
+            kind = " | ".join(repr(a) for a in get_args(ann))
+        else:
+            kind = getattr(ann, "__name__", None) or str(ann).replace("typing.", "")
+        default = "required" if info.is_required() else repr(info.get_default(
+            call_default_factory=True))
+        out.append((field, kind, default))
+    return out
+
+
 def make_policy(name: str, params: Mapping[str, Any] | None = None) -> BasePolicy:
     """A fresh policy instance; bad names or params raise :class:`SpecError`."""
     alias = _SLOTS_ALIAS.match(name)
     if alias:
         name, params = Slots.name, {"k": int(alias.group(1)), **dict(params or {})}
-    try:
-        cls = ALGORITHMS[name]
-    except KeyError:
-        raise SpecError(f"unknown algorithm; known: {', '.join(sorted(ALGORITHMS))}",
-                        where="algorithm", value=name) from None
+    cls = policy_class(name)
     try:
         return cls(cls.Params(**dict(params or {})))
     except ValidationError as exc:

@@ -174,7 +174,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from hierfair.algorithms import ALGORITHMS
+    from hierfair.algorithms import available, params_of, plugins
     from hierfair.datasets import CLUSTER_KINDS, HIERARCHY_KINDS, WORKLOAD_KINDS
 
     def section(title: str, rows: list[tuple[str, str]]) -> None:
@@ -184,7 +184,14 @@ def _list(args: argparse.Namespace) -> int:
             print(f"  {name:<{width}}  {desc}")
         print()
 
-    section("algorithms:", [(n, c.description) for n, c in ALGORITHMS.items()])
+    algos = []
+    for name, cls in available().items():
+        origin = f" [plugin: {plugins()[name]}]" if name in plugins() else ""
+        algos.append((name, (cls.description or cls.__doc__ or "").strip() + origin))
+        for field, kind, default in params_of(cls):
+            algos.append(("", f"  {field}: {kind} = {default}"))
+    section("algorithms (params: name: type = default; your own: docs/extending.md):",
+            algos)
     section("workload kinds:", [(n, k.description) for n, k in WORKLOAD_KINDS.items()])
     section("hierarchy kinds:", [(n, k.description) for n, k in HIERARCHY_KINDS.items()])
     section("cluster kinds:", [(n, k.description) for n, k in CLUSTER_KINDS.items()])

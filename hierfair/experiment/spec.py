@@ -91,7 +91,8 @@ class AlgorithmSpec(Strict):
 
     @property
     def display(self) -> str:
-        return self.label or self.name
+        """The label, else the name (a ``module:Class`` name: the class's)."""
+        return self.label or self.name.rpartition(":")[2]
 
 
 class PreemptionSpec(Strict):

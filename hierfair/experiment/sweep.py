@@ -51,7 +51,7 @@ from typing import Any
 import pandas as pd
 
 from hierfair import __version__
-from hierfair.algorithms import make_policy
+from hierfair.algorithms import make_policy, policy_code
 from hierfair.datasets.arrivals import offered_load
 from hierfair.errors import HierfairError, SpecError
 from hierfair.experiment.claims import evaluate, write_verdicts
@@ -61,7 +61,7 @@ from hierfair.experiment.results import (
     write_parquet,
     write_text,
 )
-from hierfair.experiment.spec import Experiment, build_experiment
+from hierfair.experiment.spec import AlgorithmSpec, Experiment, build_experiment
 from hierfair.sim import RunTimeout
 
 DETAIL_TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
@@ -88,7 +88,7 @@ class PlannedRun:
 
     @property
     def label(self) -> str:
-        return self.algorithm.get("label") or self.algorithm["name"]
+        return AlgorithmSpec.model_validate(self.algorithm).display
 
 
 @dataclass(frozen=True)
@@ -182,14 +182,15 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
             # grid keys of *other* algorithms do not describe this run
             mine = {k: v for k, v in point.items()
                     if not k.startswith("algorithms[") or k.startswith(f"algorithms[{a}]")}
+            # a policy of the user's own: its source is part of the key
+            own = [code] if (code := policy_code(algo["name"])) else []
             for seed in spec_data["seeds"]:
                 rseed = run_seed(seed, point)
-                key = _digest([identity, algo, rseed, inputs], 32)
+                key = _digest([identity, algo, rseed, inputs, *own], 32)
                 if key in seen:  # e.g. drf under a grid over another algorithm's params
                     continue
                 seen.add(key)
-                label = algo.get("label") or algo["name"]
-                run_id = f"{label}-s{seed}-{key[:8]}"
+                run_id = f"{AlgorithmSpec.model_validate(algo).display}-s{seed}-{key[:8]}"
                 runs.append(PlannedRun(index=len(runs), run_id=run_id, algorithm=algo,
                                        grid_point=g, grid=mine, base_seed=seed, seed=rseed,
                                        spec_data=spec_data, key=key, input_id=inputs))
