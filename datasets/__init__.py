@@ -29,7 +29,7 @@ from hierfair.datasets import (
     tree,
 )
 from hierfair.datasets.base import BuildContext
-from hierfair.errors import SpecError, from_pydantic
+from hierfair.errors import SpecError, did_you_mean, from_pydantic
 from hierfair.sim.model import Hierarchy, Workload
 
 
@@ -84,7 +84,8 @@ def parse(kinds: Mapping[str, Kind], data: Mapping[str, Any], where: str,
     """Pick the kind named by ``data['kind']`` and validate its params."""
     name = data.get("kind", default)
     if not isinstance(name, str) or name not in kinds:
-        raise SpecError(f"unknown kind; known: {', '.join(k for k in kinds if k != 'tree')}",
+        known = [k for k in kinds if k != "tree"]
+        raise SpecError(f"unknown kind;{did_you_mean(name, known)} known: {', '.join(known)}",
                         where=f"{where}.kind", value=name)
     kind = kinds[name]
     try:

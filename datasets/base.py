@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hierfair.errors import SpecError
+from hierfair.errors import SpecError, did_you_mean
 from hierfair.experiment.limits import MAX_AMOUNT, MAX_TIME, check_range
 from hierfair.sim.model import Cluster, Hierarchy, InputFile, Job, Workload
 
@@ -134,8 +134,11 @@ def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
     jobs = []
     for r in raw:
         if r.queue not in hierarchy:
-            raise SpecError("no such queue in the hierarchy", where=f"{r.where}.queue",
-                            value=r.queue)
+            leaves = [hierarchy.paths[x] for x in hierarchy.leaves]
+            raise SpecError("no such queue in the hierarchy;"
+                            + (did_you_mean(r.queue, leaves) or " leaves: "
+                               + ", ".join(leaves[:5]) + (" ..." if len(leaves) > 5 else "")),
+                            where=f"{r.where}.queue", value=r.queue)
         leaf = hierarchy.index(r.queue)
         if not hierarchy.is_leaf(leaf):
             below = range(leaf, int(hierarchy.subtree_end[leaf]))

@@ -28,8 +28,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning
             return int(args.func(args) or 0)
-    except HierfairError as exc:
-        print(f"hierfair: error: {exc}", file=sys.stderr)
+    except HierfairError as exc:  # a spec error may carry several problems: a line each
+        for line in str(exc).splitlines():
+            print(f"hierfair: error: {line}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("hierfair: interrupted", file=sys.stderr)
@@ -110,6 +111,10 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--json", action="store_true", help="machine-readable output")
     a.set_defaults(func=_allocate)
 
+    sc = sub.add_parser("schema", help="print the JSON Schema of the spec format (for "
+                        "editor completion; docs/spec.md)")
+    sc.set_defaults(func=_schema)
+
     au = sub.add_parser("audit", help="every algorithm against every fairness property on "
                         "random instances; minimal counterexamples (docs/properties.md)")
     au.add_argument("--instances", "-n", type=int, default=100, metavar="N",
@@ -149,17 +154,20 @@ def _plans(args: argparse.Namespace) -> list:
     from hierfair.experiment.spec import read_yaml
     from hierfair.experiment.sweep import plan
 
-    plans = []
+    plans, problems = [], []
     for path in args.specs:
-        data = read_yaml(path)
-        try:
+        try:  # every spec is checked: all their problems are reported at once
+            data = read_yaml(path)
             planned = plan(data, source=path, data_dir=args.data_dir,
                            max_memory=args.max_memory)
         except SpecError as exc:
-            raise exc.with_file(path) from None
+            problems.append(exc.with_file(path))
+            continue
         for note in planned.notes:
             print(f"hierfair: note: {path}: {note}", file=sys.stderr)
         plans.append((path, data, planned))
+    if problems:
+        raise SpecError.combine(problems)
     return plans
 
 
@@ -290,6 +298,13 @@ def _allocate(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json(), indent=2))
     else:
         print(format_table(result, exp.hierarchy.depth))
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from hierfair.experiment.schema import spec_schema
+
+    print(json.dumps(spec_schema(), indent=1))
     return 0
 
 

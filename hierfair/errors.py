@@ -21,24 +21,58 @@ class SpecError(HierfairError):
     """A spec (or trace) is malformed: names file, location and value."""
 
     def __init__(self, message: str, *, file: str | None = None, where: str | None = None,
-                 value: Any = ..., ) -> None:
+                 value: Any = ..., also: tuple[SpecError, ...] = ()) -> None:
         self.message = message
         self.file = file
         self.where = where
         self.value = value
-        super().__init__(str(self))
+        #: further problems found in the same pass (validate reports them all)
+        self.also = also
+        super().__init__(self.line())
+
+    @classmethod
+    def combine(cls, errors: list[SpecError]) -> SpecError:
+        """One error carrying every problem in ``errors`` (repeats dropped)."""
+        flat = list(dict.fromkeys(e for err in errors for e in err.problems()))
+        first = flat[0]
+        return cls(first.message, file=first.file, where=first.where, value=first.value,
+                   also=tuple(flat[1:]))
+
+    def problems(self) -> list[SpecError]:
+        """This problem and the others found with it, each a one-problem error."""
+        one = SpecError(self.message, file=self.file, where=self.where, value=self.value)
+        return [one, *(p for e in self.also for p in e.problems())]
 
     def with_file(self, file: str) -> SpecError:
         """The same error, naming ``file`` unless it already names one (a
         trace file's error keeps the trace's name)."""
         return SpecError(self.message, file=self.file or file, where=self.where,
-                         value=self.value)
+                         value=self.value, also=tuple(e.with_file(file) for e in self.also))
 
-    def __str__(self) -> str:
+    def line(self) -> str:
+        """This problem as one line: file: where: message (got value)."""
         parts = [p for p in (self.file, self.where) if p]
         head = ": ".join(parts)
         tail = self.message if self.value is ... else f"{self.message} (got {_show(self.value)})"
         return _printable(f"{head}: {tail}" if head else tail)
+
+    def __str__(self) -> str:
+        return "\n".join(p.line() for p in self.problems())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SpecError) and other.line() == self.line() \
+            and other.also == self.also
+
+    def __hash__(self) -> int:
+        return hash(self.line())
+
+
+def did_you_mean(value: Any, choices: Any) -> str:
+    """' did you mean 'x'?' for the choice nearest ``value``, or ''."""
+    import difflib
+
+    close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
+    return f" did you mean {close[0]!r}?" if close else ""
 
 
 class PolicyError(RuntimeError):
@@ -80,28 +114,29 @@ def format_loc(loc: tuple[Any, ...] | list[Any], prefix: str = "") -> str:
 
 
 def from_pydantic(exc: Any, prefix: str = "", model: Any = None) -> SpecError:
-    """The first problem of a pydantic ``ValidationError`` as a :class:`SpecError`.
+    """Every problem of a pydantic ``ValidationError`` as one :class:`SpecError`
+    (:meth:`SpecError.problems` lists them).
 
     ``model`` (the validated class) lets an unknown key be answered with the
-    keys that are allowed there.
+    nearest allowed key and the keys that are allowed there.
     """
-    errors = exc.errors()
-    err = errors[0]
-    kind = err["type"]
-    if kind == "extra_forbidden":
-        message, value = "unknown key", err["loc"][-1]
-        allowed = _allowed_keys(model, err["loc"][:-1]) if model is not None else None
-        if allowed:
-            message += f"; allowed here: {', '.join(allowed)}"
-    elif kind == "missing":
-        message, value = "required field is missing", ...
-    else:
-        message, value = str(err["msg"]).removeprefix("Value error, "), err.get("input", ...)
-    # the branches of one union field fail together: one problem, not several
-    more = len({format_loc(e["loc"]) for e in errors}) - 1
-    if more:
-        message += f" [and {more} more problem{'s' if more > 1 else ''}]"
-    return SpecError(message, where=format_loc(err["loc"], prefix) or None, value=value)
+    out: dict[str, SpecError] = {}
+    for err in exc.errors():
+        where = format_loc(err["loc"], prefix) or None
+        if str(where) in out:  # the branches of one union field fail together: one problem
+            continue
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            message, value = "unknown key", err["loc"][-1]
+            allowed = _allowed_keys(model, err["loc"][:-1]) if model is not None else None
+            if allowed:
+                message += f";{did_you_mean(value, allowed)} allowed here: {', '.join(allowed)}"
+        elif kind == "missing":
+            message, value = "required field is missing", ...
+        else:
+            message, value = str(err["msg"]).removeprefix("Value error, "), err.get("input", ...)
+        out[str(where)] = SpecError(message, where=where, value=value)
+    return SpecError.combine(list(out.values()))
 
 
 def _allowed_keys(model: Any, loc: tuple[Any, ...]) -> list[str] | None:

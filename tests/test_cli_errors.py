@@ -25,8 +25,9 @@ CASES = {
                               "allowed here: name, description, cluster, hierarchy"),
     "unknown nested key": (spec_with(workload={"jobs": [_job(demnd={"cpu": 1})]}),
                            "workload.jobs[0].demnd",
-                           "unknown key; allowed here: queue, tasks, demand, duration"),
-    "unknown algorithm": (spec_with(algorithms=["hdfr"]), "algorithms[0].name", "'hdfr'"),
+                           "unknown key; did you mean 'demand'? allowed here: queue, tasks"),
+    "unknown algorithm": (spec_with(algorithms=["hdfr"]), "algorithms[0].name",
+                          "did you mean 'hdrf'?"),
     "unknown algorithm param": (spec_with(algorithms=[{"name": "drf", "params": {"p": 1}}]),
                                 "algorithms[0].params.p", "unknown key; allowed here: backfill"),
     "unknown queue": (spec_with(workload={"jobs": [_job(queue="A/x")]}),
@@ -51,9 +52,9 @@ CASES = {
         spec_with(cluster={"resources": ["cpu", "gpu"], "servers": [{"capacity": {"cpu": 1}}]}),
         "cluster.resources", "'gpu'"),
     "unknown workload kind": (spec_with(workload={"kind": "swimm", "files": ["x"]}),
-                              "workload.kind", "known: jobs, facebook-bins, swim"),
+                              "workload.kind", "did you mean 'swim'? known: jobs, facebook-bins"),
     "unknown workload option": (spec_with(workload={"kind": "facebook-bins", "job": 3}),
-                                "workload.job", "unknown key; allowed here: kind, jobs"),
+                                "workload.job", "did you mean 'jobs'? allowed here: kind, jobs"),
     "unknown paper figure": (spec_with(hierarchy={"kind": "paper", "figure": "fig99"}),
                              "hierarchy.figure", "'fig99'"),
     "bad full-binary levels": (spec_with(hierarchy={"kind": "full-binary", "levels": 0}),
@@ -152,3 +153,39 @@ def test_report_renders_a_folder_whose_runs_all_failed(tmp_path: Path, capsys):
     assert "**None of the 1 runs finished**" in text
     assert "| drf | 0 | timeout | exceeded the 0.2 s timeout |" in text
     assert f"`hierfair report {out}`" in text and "make reproduce" not in text
+
+
+# -- validate reports every problem -------------------------------------------
+def test_validate_reports_every_problem_with_suggestions(tmp_path: Path, capsys):
+    data = spec_with(workload={"jobs": [_job(duration=-10), _job(duraton=10)]},
+                     algorithms=["drf", "hdfr", {"name": "pdrf", "params": {"alpa": 3}}])
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump(spec_with(algorithms=["mhc"])))
+    assert main(["validate", str(path), str(other)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert all(line.startswith("hierfair: error: ") for line in err), err
+    expected = [f"{path}: workload.jobs[0].duration: Input should be greater than 0 (got -10)",
+                f"{path}: workload.jobs[1].duraton: unknown key; did you mean 'duration'?",
+                f"{path}: algorithms[1].name: unknown algorithm; did you mean 'hdrf'?",
+                f"{path}: algorithms[2].params.alpa: unknown key; did you mean 'alpha'?",
+                f"{other}: algorithms[0].name: unknown algorithm; did you mean 'mch'?"]
+    for want in expected:
+        assert sum(want in line for line in err) == 1, (want, err)
+    assert not any("more problem" in line for line in err)
+
+
+def test_validate_checks_every_grid_point(tmp_path: Path, capsys):
+    data = spec_with(grid={"workload.jobs[0].tasks": [0, 5, -1],
+                           "algorithms[0].params.backfill": [True]})
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2, err
+    assert "at grid point workload.jobs[0].tasks=0" in err[0]
+    assert "at grid point workload.jobs[0].tasks=-1" in err[1]
+    # run refuses the same, before running anything
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert not (tmp_path / "out").exists()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -262,6 +262,38 @@ def load_spec(path: str | Path, data_dir: str | None = None,
         raise exc.with_file(str(path)) from None
 
 
+def _algorithm_problems(i: int, name: str, params: Any, cluster: Cluster | None,
+                        ) -> list[SpecError]:
+    """What is wrong with ``algorithms[i]`` (its name, params, or their fit to
+    the cluster when it is known)."""
+    try:
+        policy = make_policy(name, params)
+        if cluster is not None:
+            type(policy).check(policy.params, cluster)
+    except SpecError as exc:
+        out = []
+        for p in exc.problems():
+            where = f"algorithms[{i}]" + ("" if p.where == "algorithm" else f".{p.where}")
+            out.append(SpecError(p.message, where=where + (".name" if p.where == "algorithm"
+                                                            else ""), value=p.value))
+        return out
+    return []
+
+
+def _raw_algorithm_problems(entries: Any) -> list[SpecError]:
+    """Name and params problems of a spec's ``algorithms`` list as written
+    (the rest of the spec failed to validate; the entries' shape pydantic checks)."""
+    if not isinstance(entries, list):
+        return []
+    out = []
+    for i, entry in enumerate(entries):
+        name, params = (entry, None) if isinstance(entry, str) else (
+            (entry.get("name"), entry.get("params")) if isinstance(entry, dict) else (None, None))
+        if isinstance(name, str) and (params is None or isinstance(params, dict)):
+            out += _algorithm_problems(i, name, params, None)
+    return out
+
+
 def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
                      check_workload: bool = True, max_memory: float | None = None
                      ) -> Experiment:
@@ -276,21 +308,32 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
-        raise from_pydantic(exc, model=Spec) from None
-    _check_size(_size_from_spec(spec), max_memory)
-    cluster, placement = _build_cluster(spec.cluster)
-    hierarchy = build_hierarchy(spec.hierarchy)
-    for i, algo in enumerate(spec.algorithms):
+        # the algorithm names are checked too: every problem in one pass
+        raise SpecError.combine([from_pydantic(exc, model=Spec),
+                                 *_raw_algorithm_problems(data.get("algorithms"))]) from None
+    # independent parts are all checked, so one pass reports every problem
+    problems: list[SpecError] = []
+
+    def attempt(check: Callable[[], Any]) -> Any:
         try:
-            policy = make_policy(algo.name, algo.params)
-            type(policy).check(policy.params, cluster)
+            return check()
         except SpecError as exc:
-            where = f"algorithms[{i}]" + ("" if exc.where == "algorithm" else f".{exc.where}")
-            if exc.where == "algorithm":
-                where += ".name"
-            raise SpecError(exc.message, where=where, value=exc.value) from None
-    validate_claims(spec.claims, [a.display for a in spec.algorithms], hierarchy.paths,
-                    cluster.resources)
+            problems.append(exc)
+            return None
+
+    size = attempt(lambda: _size_from_spec(spec))
+    if size is None:  # unknown size: build nothing big, report what is known
+        raise SpecError.combine([*problems, *_raw_algorithm_problems(data.get("algorithms"))])
+    _check_size(size, max_memory)  # too big: nothing is built
+    cluster, placement = attempt(lambda: _build_cluster(spec.cluster)) or (None, None)
+    hierarchy = attempt(lambda: build_hierarchy(spec.hierarchy))
+    problems += [p for i, algo in enumerate(spec.algorithms)
+                 for p in _algorithm_problems(i, algo.name, algo.params, cluster)]
+    if cluster is not None and hierarchy is not None:
+        attempt(lambda: validate_claims(spec.claims, [a.display for a in spec.algorithms],
+                                        hierarchy.paths, cluster.resources))
+    if problems:
+        raise SpecError.combine(problems)
     experiment = Experiment(spec=spec, source=source, cluster=cluster, hierarchy=hierarchy,
                             placement=placement, data_dir=data_dir)
     for i, outage in enumerate(spec.faults.servers):

@@ -160,19 +160,23 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
     runs: list[PlannedRun] = []
     notes: dict[str, None] = {}  # ordered, without repeats
     seen: set[str] = set()
+    problems: list[SpecError] = []  # every grid point is checked; all problems reported
     for g, point in enumerate(points):
         spec_data = copy.deepcopy(resolved)
-        for path, value in point.items():
-            apply_grid_value(spec_data, path, value)
         try:
+            for path, value in point.items():
+                apply_grid_value(spec_data, path, value)
             exp = build_experiment(copy.deepcopy(spec_data), source=source,
                                    data_dir=data_dir, max_memory=max_memory)
         except SpecError as exc:
             if not point:
                 raise
             at = ", ".join(f"{k}={v!r}" for k, v in point.items())
-            raise SpecError(exc.message, file=exc.file, value=exc.value,
-                            where=f"{exc.where or 'spec'} (at grid point {at})") from None
+            problems += [p if p.where and p.where.startswith("grid.") else
+                         SpecError(p.message, file=p.file, value=p.value,
+                                   where=f"{p.where or 'spec'} (at grid point {at})")
+                         for p in exc.problems()]
+            continue
         workload = exp.workload(exp.spec.seeds[0])
         notes.update(dict.fromkeys(([workload.fallback] if workload.fallback else [])
                                    + list(workload.notes)))
@@ -194,6 +198,8 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
                 runs.append(PlannedRun(index=len(runs), run_id=run_id, algorithm=algo,
                                        grid_point=g, grid=mine, base_seed=seed, seed=rseed,
                                        spec_data=spec_data, key=key, input_id=inputs))
+    if problems:
+        raise SpecError.combine(problems)
     return Plan(base, runs, tuple(notes))
 
 
