@@ -1,6 +1,8 @@
 """hierfair: benchmark and experiment harness for hierarchical multi-resource
-fair schedulers.  ``hierfair.run`` runs a spec from Python; the ``hierfair``
-command does the same from a shell."""
+fair schedulers.  From Python: ``hierfair.run`` runs a spec, ``hierfair.load``
+reads a spec's results back as DataFrames, ``hierfair.report`` writes the
+report of a results folder; the ``hierfair`` command does the same from a
+shell."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from hierfair.experiment.loading import Results
 
 
 def run(spec: str | Path | dict[str, Any], *, out: str | Path = "results",
@@ -36,3 +40,20 @@ def run(spec: str | Path | dict[str, Any], *, out: str | Path = "results",
                      scheduler=scheduler, force=force, timeout=timeout)
     except SpecError as exc:
         raise exc.with_file(source) if source else exc from None
+
+
+def load(folder: str | Path) -> Results:
+    """The results of one spec (``OUT/<spec name>/``): ``.runs`` and the detail
+    tables (``.jobs``, ``.tasks``, ``.allocations``, ...) as DataFrames, with
+    ``.spec`` and ``.verdicts``.  Columns: docs/results.md."""
+    from hierfair.experiment.loading import load as _load
+
+    return _load(folder)
+
+
+def report(folder: str | Path = "results", catalogue: str | Path | None = None) -> Path:
+    """Write the report of a results folder (what ``hierfair report`` does);
+    returns the README.md it wrote."""
+    from hierfair.report import write_report
+
+    return write_report(Path(folder), catalogue=Path(catalogue) if catalogue else None)

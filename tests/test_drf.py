@@ -41,7 +41,7 @@ def test_drf_example_from_cli(capsys):
                                  "tasks": 3}
     assert out["nodes"]["B"] == {"cpu": 6 / 9, "mem": 2 / 18, "dominant_share": 6 / 9,
                                  "tasks": 2}
-    assert out["nodes"][""]["tasks"] == 5
+    assert out["nodes"]["(root)"]["tasks"] == 5  # one name for the root everywhere
 
 
 def test_weighted_drf_two_resources():

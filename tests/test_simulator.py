@@ -97,7 +97,7 @@ def test_invariants_on_random_instances(data):
     np.testing.assert_allclose(jobs["finish"], tasks.groupby("job")["finish"].max())
     assert res.makespan == tasks["finish"].max()
     # the root's recorded allocation ends empty and never exceeds the cluster
-    root = res.allocations[res.allocations["path"] == ""]
+    root = res.allocations[res.allocations["path"] == "(root)"]
     assert root["tasks"].iloc[-1] == 0
     assert (root[list(exp.cluster.resources)].to_numpy() <= exp.cluster.total + 1e-9).all()
 

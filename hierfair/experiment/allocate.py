@@ -17,6 +17,7 @@ import numpy as np
 from hierfair.algorithms import make_policy
 from hierfair.algorithms.drf import dominant_shares
 from hierfair.experiment.spec import AlgorithmSpec, Experiment
+from hierfair.sim.model import ROOT, ROOT_NAME, shown
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Allocation:
         return dominant_shares(self.shares, np.ones(len(self.resources)))
 
     def node(self, path: str) -> dict[str, float]:
-        i = self.paths.index(path)
+        i = self.paths.index(ROOT if path == ROOT_NAME else path)
         row = {r: float(v) for r, v in zip(self.resources, self.shares[i])}
         row["dominant_share"] = float(self.dominant[i])
         tasks = float(self.tasks[i])
@@ -41,7 +42,7 @@ class Allocation:
 
     def to_json(self) -> dict:
         return {"algorithm": self.algorithm, "resources": list(self.resources),
-                "nodes": {p: self.node(p) for p in self.paths}}
+                "nodes": {shown(p): self.node(p) for p in self.paths}}
 
 
 def allocate(exp: Experiment, algorithm: str | AlgorithmSpec, churn: int = 0,
@@ -67,7 +68,7 @@ def allocate(exp: Experiment, algorithm: str | AlgorithmSpec, churn: int = 0,
 
 def format_table(a: Allocation, depth: np.ndarray) -> str:
     """A human-readable table, nodes indented by depth."""
-    names = ["(root)" if not p else "  " * int(depth[i] - 1) + p.rsplit("/", 1)[-1]
+    names = [ROOT_NAME if not p else "  " * int(depth[i] - 1) + p.rsplit("/", 1)[-1]
              for i, p in enumerate(a.paths)]
     width = max(len(n) for n in names + ["node"])
     head = f"{'node':<{width}}  " + "  ".join(f"{r:>7}" for r in a.resources)

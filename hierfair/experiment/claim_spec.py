@@ -11,11 +11,12 @@ from __future__ import annotations
 import builtins
 from typing import Any, Literal
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, model_validator
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, field_validator, model_validator
 
 from hierfair.audit.names import PROPERTY_NAMES
 from hierfair.errors import SpecError
 from hierfair.experiment.spec_base import Strict
+from hierfair.sim.model import ROOT, ROOT_NAME
 
 Bound = float | str
 
@@ -51,6 +52,11 @@ class CheckSpec(Strict):
     tol: NonNegativeFloat = 1e-6
     below: Bound | None = None
     above: Bound | None = None
+
+    @field_validator("node")
+    @classmethod
+    def _root(cls, v: str | None) -> str | None:
+        return ROOT if v == ROOT_NAME else v  # the root may be written either way
 
     @model_validator(mode="after")
     def _one_measure_and_a_bound(self) -> CheckSpec:

@@ -48,6 +48,7 @@ from hierfair.experiment.claim_spec import Bound, CheckSpec
 from hierfair.experiment.improvement import improvement_between
 from hierfair.experiment.results import write_text
 from hierfair.experiment.spec import Experiment
+from hierfair.sim.model import shown
 
 
 @dataclass(frozen=True)
@@ -274,7 +275,7 @@ class _Measurer:
         values = []
         for run in self._rows(check, label, where)["run"]:
             series = self.allocations[(self.allocations["run"] == run)
-                                      & (self.allocations["path"] == check.node)]
+                                      & (self.allocations["path"] == shown(check.node))]
             end = float(self.allocations.loc[self.allocations["run"] == run, "time"].max())
             values.append(time_statistic(series, self._quantity(series, check.resource),
                                           check.stat, check.window, end))
@@ -338,7 +339,7 @@ def _describe(check: CheckSpec) -> str:
         return check.metric + ratio + (f" ({cond})" if cond else "")
     if check.property is not None:
         return f"{check.property} (docs/properties.md): how far from holding"
-    what = f"{check.node or '(root)'} {check.resource}"
+    what = f"{shown(check.node)} {check.resource}"
     if check.over == "run":
         span = f" in [{check.window[0]:g}, {check.window[1]:g}] s" if check.window else ""
         return f"{what}, {check.stat} over the run{span}"

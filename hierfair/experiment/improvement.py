@@ -302,8 +302,9 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
 
     wanted = sorted({*paired["run_a"], *paired["run_b"]})
     jobs = pd.read_parquet(jobs_path, filters=[("run", "in", wanted)])
-    by_run = {run: part.drop(columns="run") for run, part in jobs.groupby("run", sort=False)}
-    empty = jobs.iloc[0:0].drop(columns="run")  # an ok run with no jobs
+    tags = [c for c in jobs.columns if c in runs.columns]  # each row's run identity
+    by_run = {run: part.drop(columns=tags) for run, part in jobs.groupby("run", sort=False)}
+    empty = jobs.iloc[0:0].drop(columns=tags)  # an ok run with no jobs
     parts = []
     totals = dict.fromkeys(COUNTS, 0)
     for pair in paired.to_dict("records"):

@@ -84,7 +84,7 @@ def summarize(result: SimulationResult, mice_max_tasks: int = MICE_MAX_TASKS,
     dec = result.decisions
     lat = dec["latency_ns"].to_numpy()
     out["decisions"] = len(dec)
-    out["placements"] = int((dec["leaf"] >= 0).sum())
+    out["placements"] = int(dec["leaf"].notna().sum())
     out["latency_mean_ns"] = float(lat.mean()) if lat.size else float("nan")
     out["latency_p50_ns"] = float(np.percentile(lat, 50)) if lat.size else float("nan")
     out["latency_p99_ns"] = float(np.percentile(lat, 99)) if lat.size else float("nan")

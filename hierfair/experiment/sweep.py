@@ -297,6 +297,9 @@ def _identity(run: PlannedRun) -> dict[str, Any]:
            "hierfair_version": __version__, "git_commit": _git_commit()}
     out.update({k: json.dumps(v) if isinstance(v, dict | list) else v
                 for k, v in run.grid.items()})
+    # each parameter its own column (the JSON above is the exact identity)
+    out.update({f"{PARAM}{k}": json.dumps(v) if isinstance(v, dict | list) else v
+                for k, v in (run.algorithm.get("params") or {}).items()})
     return out
 
 
@@ -418,6 +421,10 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
     return frame
 
 
+#: Prefix of the columns that hold one algorithm parameter each.
+PARAM = "param_"
+#: Identity columns every folder-level detail table carries (with grid and params).
+_TAGS = ("run", "label", "algorithm", "seed", "run_seed", "grid_point")
 _FIRST = ("run", "run_index", "spec", "spec_hash", "algorithm", "label", "params", "seed",
           "run_seed", "grid_point")
 _STATUS = ("status", "error", "warnings", "workload_source", "input_id", "input_fallback",
@@ -434,6 +441,8 @@ def _column_order(columns: Sequence[str]) -> list[str]:
             return (0, _FIRST.index(col), "")
         if "." in col or "[" in col:
             return (1, 0, col)
+        if col.startswith(PARAM):
+            return (1, 1, col)
         if col in _STATUS:
             return (2, _STATUS.index(col), "")
         if col in _LAST:
@@ -449,14 +458,24 @@ def _write_runs(rows: Mapping[str, dict[str, Any]], folder: Path) -> pd.DataFram
     return frame
 
 
+def identity_columns(runs: pd.DataFrame) -> list[str]:
+    """The columns of runs.parquet that say which run a row is: run, label,
+    algorithm, seeds, grid point, grid values, parameters."""
+    return [c for c in runs.columns
+            if c in _TAGS or "." in c or "[" in c or c.startswith(PARAM)]
+
+
 def _consolidate(frame: pd.DataFrame, folder: Path) -> None:
-    """Folder-level detail tables: every ok run's rows, tagged, in plan order."""
-    ok = frame[frame["status"] == "ok"]["run"].tolist()
+    """Folder-level detail tables: every ok run's rows in plan order, each
+    tagged with its run's identity (so no analysis starts with a merge)."""
+    ok = frame[frame["status"] == "ok"]
+    tags = identity_columns(frame)
     for table in DETAIL_TABLES:
         parts = []
-        for rid in ok:
-            part = pd.read_parquet(folder / "runs" / rid / f"{table}.parquet")
-            part.insert(0, "run", rid)
+        for row in ok[tags].itertuples(index=False):
+            part = pd.read_parquet(folder / "runs" / row.run / f"{table}.parquet")
+            for k, (col, value) in enumerate(zip(tags, row)):
+                part.insert(k, col, [value] * len(part))
             parts.append(part)
         if parts:
             write_parquet(pd.concat(parts, ignore_index=True), folder / f"{table}.parquet")

@@ -49,7 +49,7 @@ def plot_shares(folder: Path) -> Path | None:
     if "grid_point" in first:  # one grid point and one seed keep the panels readable
         first = first[first["grid_point"] == first["grid_point"].min()]
     first = first[first["seed"] == first["seed"].min()]
-    data = data.merge(first[["run", "label"]], on="run")
+    data = data[data["run"].isin(first["run"])]
     sns.set_theme(style="whitegrid", context="notebook")
     few = data["path"].nunique() <= 8  # dashes tell overlapping lines apart
     grid = sns.relplot(data=data, x="time", y="dominant_share", hue="path", col="label",

@@ -24,6 +24,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 ROOT = ""
+#: The root's name in every table and output (internally its path is ROOT);
+#: a spec may write either for the root.
+ROOT_NAME = "(root)"
+
+
+def shown(path: str) -> str:
+    """A node's path as tables show it: the root as ROOT_NAME."""
+    return path or ROOT_NAME
 
 
 @dataclass(frozen=True)

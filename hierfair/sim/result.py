@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from hierfair.sim.ledger import Ledger, TaskState
-from hierfair.sim.model import Hierarchy
+from hierfair.sim.model import Hierarchy, shown
 from hierfair.sim.recording import OUTCOMES, Recorder
 
 
@@ -31,7 +31,7 @@ class SimulationResult:
 
 def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple[str, ...],
            source: str, wasted: float) -> SimulationResult:
-    paths = np.array(hierarchy.paths, dtype=object)
+    paths = np.array([shown(p) for p in hierarchy.paths], dtype=object)
     jobs = ledger.jobs
     task_job = ledger.column("task_job")
     n_tasks = task_job.size
@@ -79,7 +79,7 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
         jobs=job_df,
         allocations=alloc,
         utilization=rec.utilization.to_frame(),
-        decisions=rec.decisions.to_frame(),
+        decisions=_decisions(rec.decisions.to_frame(), paths),
         attempts=attempts,
         preemptions=preempt,
         resources=resources,
@@ -87,3 +87,10 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
         workload_source=source,
         wasted_work=wasted,
     )
+
+
+def _decisions(frame: pd.DataFrame, paths: np.ndarray) -> pd.DataFrame:
+    """The chosen leaf by path, as in every other table (None: nothing placed)."""
+    leaf = frame["leaf"].to_numpy()
+    frame["leaf"] = pd.array([paths[i] if i >= 0 else None for i in leaf], dtype="string")
+    return frame
