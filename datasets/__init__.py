@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from hierfair.datasets import (
     arrivals,
     cpu_mic,
+    extra_demands,
     facebook,
     full_binary,
     google,
@@ -105,13 +106,17 @@ def build_hierarchy(data: Mapping[str, Any]) -> Hierarchy:
 
 
 def parse_workload(data: Mapping[str, Any]
-                   ) -> tuple[Kind, BaseModel, arrivals.Arrivals | None]:
-    """The workload's kind, its params, and the ``arrivals:`` every kind accepts."""
+                   ) -> tuple[Kind, BaseModel, arrivals.Arrivals | None,
+                              list[extra_demands.ExtraDemand]]:
+    """The workload's kind, its params, and what every kind accepts:
+    ``arrivals:`` and ``extra_demands:``."""
     own, how = arrivals.split(data)
+    own, extra = extra_demands.split(own)
     kind, params = parse(WORKLOAD_KINDS, own, "workload", default="jobs")
-    return kind, params, how
+    return kind, params, how, extra
 
 
 def build_workload(data: Mapping[str, Any], ctx: BuildContext) -> Workload:
-    kind, params, how = parse_workload(data)
-    return arrivals.apply(kind.build(params, ctx), how, ctx.cluster)
+    kind, params, how, extra = parse_workload(data)
+    workload = extra_demands.apply(kind.build(params, ctx), extra, ctx)
+    return arrivals.apply(workload, how, ctx.cluster)

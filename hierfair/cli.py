@@ -165,6 +165,8 @@ def _plans(args: argparse.Namespace) -> list:
             continue
         for note in planned.notes:
             print(f"hierfair: note: {path}: {note}", file=sys.stderr)
+        for warning in planned.warnings:
+            print(f"hierfair: warning: {path}: {warning}", file=sys.stderr)
         plans.append((path, data, planned))
     if problems:
         raise SpecError.combine(problems)

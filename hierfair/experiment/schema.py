@@ -23,6 +23,7 @@ def spec_schema() -> dict[str, Any]:
     from hierfair.algorithms import ALGORITHMS
     from hierfair.datasets import CLUSTER_KINDS, HIERARCHY_KINDS, WORKLOAD_KINDS
     from hierfair.datasets.arrivals import Arrivals
+    from hierfair.datasets.extra_demands import ExtraDemand
     from hierfair.datasets.tree import NodeSpec
     from hierfair.experiment.spec import ClusterSpec, Spec
 
@@ -40,10 +41,12 @@ def spec_schema() -> dict[str, Any]:
                                              "properties": {"kind": {"type": "string"}}},
                    "additionalProperties": _inline(NodeSpec, "node-", defs)}]}
     arrivals = _inline(Arrivals, "arrivals-", defs)
+    extra = _inline(ExtraDemand, "extra-", defs)
     workloads = []
     for k in WORKLOAD_KINDS.values():
         one = _kind(k, "workload-", defs, optional_kind=k.name == "jobs")
         one["properties"]["arrivals"] = arrivals
+        one["properties"]["extra_demands"] = {"type": "array", "items": extra}
         workloads.append(one)
     props["workload"] = {"description": "a job list, a trace, or a generator (by kind)",
                          "anyOf": workloads}

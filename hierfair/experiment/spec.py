@@ -367,7 +367,7 @@ def _size_from_spec(spec: Spec) -> Size:
         depth = int(getattr(params, "levels", 3))
     else:
         nodes, depth = _count_nodes(h)
-    kind, params, _ = parse_workload(spec.workload)
+    kind, params, _, _ = parse_workload(spec.workload)
     jobs, tasks = kind.size(params) if kind.size else (0, 0)
     return Size(servers, nodes, depth, resources, jobs, tasks)
 

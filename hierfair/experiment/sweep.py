@@ -48,6 +48,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from hierfair import __version__
@@ -63,6 +64,7 @@ from hierfair.experiment.results import (
 )
 from hierfair.experiment.spec import AlgorithmSpec, Experiment, build_experiment
 from hierfair.sim import RunTimeout
+from hierfair.sim.model import Workload
 
 DETAIL_TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
                  "preemptions")
@@ -99,6 +101,8 @@ class Plan:
     experiment: Experiment
     runs: list[PlannedRun]
     notes: tuple[str, ...] = ()
+    #: what is probably a mistake but runs (a resource no job asks for)
+    warnings: tuple[str, ...] = ()
 
 
 # -- planning --------------------------------------------------------------
@@ -159,6 +163,7 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
     points = [dict(zip(keys, values)) for values in itertools.product(*grid.values())] or [{}]
     runs: list[PlannedRun] = []
     notes: dict[str, None] = {}  # ordered, without repeats
+    warned: dict[str, None] = {}
     seen: set[str] = set()
     problems: list[SpecError] = []  # every grid point is checked; all problems reported
     for g, point in enumerate(points):
@@ -180,6 +185,7 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
         workload = exp.workload(exp.spec.seeds[0])
         notes.update(dict.fromkeys(([workload.fallback] if workload.fallback else [])
                                    + list(workload.notes)))
+        warned.update(dict.fromkeys(resource_warnings(exp, workload)))
         inputs = _digest(workload.input_identity)
         identity = {k: v for k, v in spec_data.items() if k not in _NOT_IN_KEY}
         for a, algo in enumerate(spec_data["algorithms"]):
@@ -200,7 +206,25 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
                                        spec_data=spec_data, key=key, input_id=inputs))
     if problems:
         raise SpecError.combine(problems)
-    return Plan(base, runs, tuple(notes))
+    return Plan(base, runs, tuple(notes), tuple(warned))
+
+
+def resource_warnings(exp: Experiment, workload: Workload) -> list[str]:
+    """A resource no server has, or no job asks for: its utilisation is 0 and
+    it separates nothing -- usually a forgotten demand (a trace names CPUs
+    and memory only)."""
+    total = exp.cluster.total
+    asked = np.zeros(len(total), dtype=bool)
+    for job in workload.jobs:
+        asked |= job.demand > 0
+    out = []
+    for r, name in enumerate(exp.cluster.resources):
+        if total[r] <= 0:
+            out.append(f"cluster.resources: no server has any {name}")
+        elif not asked[r]:
+            out.append(f"no job asks for {name}: util_{name} will be 0 (give jobs {name} "
+                       "demands, e.g. workload.extra_demands; docs/workloads.md)")
+    return out
 
 
 # -- one run -----------------------------------------------------------------
