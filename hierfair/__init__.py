@@ -51,9 +51,11 @@ def load(folder: str | Path) -> Results:
     return _load(folder)
 
 
-def report(folder: str | Path = "results", catalogue: str | Path | None = None) -> Path:
-    """Write the report of a results folder (what ``hierfair report`` does);
-    returns the README.md it wrote."""
-    from hierfair.report import write_report
+def __getattr__(name: str) -> Any:
+    # ``hierfair.report`` is the subpackage, made callable (hierfair/report):
+    # ``hierfair.report("results")`` writes a folder's report
+    if name == "report":
+        import importlib
 
-    return write_report(Path(folder), catalogue=Path(catalogue) if catalogue else None)
+        return importlib.import_module("hierfair.report")
+    raise AttributeError(f"module 'hierfair' has no attribute {name!r}")

@@ -234,8 +234,7 @@ def test_the_report_draws_the_improvement_cdf_of_every_compared_pair(tmp_path):
     folder = tmp_path / "imp"
     assert improvement_pairs(folder) == [("hdrf", "slots-4", {}), ("drf", "slots-4", {})]
     assert plot_improvement(folder) == folder / "improvement.png"
-    assert "![response-time improvement](imp/improvement.png)" in \
-        write_report(tmp_path).read_text()
+    assert "(H-DRF §5.2).](imp/improvement.png)" in write_report(tmp_path).read_text()
 
 
 def test_many_leaves_are_drawn_by_their_ancestors():

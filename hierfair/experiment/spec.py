@@ -117,6 +117,17 @@ class FaultSpec(Strict):
     task_failure: float = Field(0.0, ge=0, lt=1)
 
 
+FigureName = Literal["shares", "utilization", "waits", "makespan", "preemptions", "cost",
+                     "improvement"]
+
+
+class ReportSpec(Strict):
+    """The report's figures for this spec; None: chosen by what the results
+    hold (docs/report.md)."""
+
+    figures: list[FigureName] | None = None
+
+
 class MetricsSpec(Strict):
     """Thresholds of the mice/hogs wait metrics (default: Facebook bins)."""
 
@@ -138,6 +149,8 @@ class Spec(Strict):
     preemption: PreemptionSpec = Field(default_factory=PreemptionSpec)
     faults: FaultSpec = Field(default_factory=FaultSpec)
     metrics: MetricsSpec = Field(default_factory=MetricsSpec)
+    #: Which figures the report draws (hierfair.report.plots; default: by the data).
+    report: ReportSpec = Field(default_factory=ReportSpec)
     #: Published statements this spec reproduces, checked after a run (hierfair.experiment.claims).
     claims: list[ClaimSpec] = Field(default_factory=list)
 

@@ -69,7 +69,7 @@ from hierfair.sim.model import Workload
 DETAIL_TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
                  "preemptions")
 # Spec fields that are not part of a run's identity (the run names them itself).
-_NOT_IN_KEY = ("algorithms", "seeds", "grid", "name", "description", "claims")
+_NOT_IN_KEY = ("algorithms", "seeds", "grid", "name", "description", "claims", "report")
 
 
 @dataclass(frozen=True)

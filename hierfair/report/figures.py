@@ -50,21 +50,18 @@ def plot_shares(folder: Path) -> Path | None:
         first = first[first["grid_point"] == first["grid_point"].min()]
     first = first[first["seed"] == first["seed"].min()]
     data = data[data["run"].isin(first["run"])]
+    data["label"] = data["run"].map(first.set_index("run")["label"])  # older folders: no tags
     sns.set_theme(style="whitegrid", context="notebook")
     few = data["path"].nunique() <= 8  # dashes tell overlapping lines apart
     grid = sns.relplot(data=data, x="time", y="dominant_share", hue="path", col="label",
                        style="path" if few else None, kind="line", drawstyle="steps-post",
                        col_wrap=min(3, data["label"].nunique()), height=3.2, aspect=1.4,
                        facet_kws={"sharex": False})
-    grid.set_axis_labels("simulated time", "dominant share")
+    grid.set_axis_labels("simulated time (s)", "dominant share (of the cluster)")
     grid.set_titles("{col_name}")
     grid.legend.set_title("leaf")
     grid.figure.suptitle(f"{exp.spec.name}: dominant share of each leaf over time", y=1.03)
-    out = folder / "shares.png"
-    with atomic_path(out) as tmp:
-        grid.figure.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
-    plt.close(grid.figure)
-    return out
+    return save(grid.figure, folder / "shares.png")
 
 
 #: Improvements below this are drawn at the left edge (a job can finish many
@@ -130,11 +127,7 @@ def plot_improvement(folder: Path) -> Path | None:
     grid.set_titles("{col_name}")
     grid.figure.suptitle(f"{folder.name}: per-job response-time improvement (H-DRF §5.2), "
                          "seeds pooled; below −200 % drawn at −200 %", y=1.04)
-    out = folder / "improvement.png"
-    with atomic_path(out) as tmp:
-        grid.figure.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
-    plt.close(grid.figure)
-    return out
+    return save(grid.figure, folder / "improvement.png")
 
 
 def size_column(runs: pd.DataFrame) -> str | None:
@@ -148,10 +141,11 @@ def size_column(runs: pd.DataFrame) -> str | None:
 
 
 def plot_cost(folder: Path) -> Path | None:
-    """Scheduling cost against hierarchy size (the MCH letter's Fig. 5 axes):
-    every decision's wall time summed per run, and the mean decision, one line
-    per algorithm, 95 % intervals over seeds; log scale.  Only for specs that
-    sweep the hierarchy's size."""
+    """Scheduling cost against hierarchy size (the MCH letter's Fig. 5 axes),
+    log-log: every decision's wall time summed per run, and the mean
+    decision, one line per algorithm with the slope of a least-squares fit of
+    log cost on log leaves (1: linear in the tree), 95 % intervals over seeds.
+    Only for specs that sweep the hierarchy's size."""
     runs = pd.read_parquet(folder / "runs.parquet")
     size = size_column(runs)
     if size is None or "scheduling_seconds" not in runs:
@@ -160,26 +154,45 @@ def plot_cost(folder: Path) -> Path | None:
     if ok.empty:
         return None
     ok["latency_mean_us"] = ok["latency_mean_ns"] / 1e3
+    levels = size.endswith("levels")
+    fanout = _fanout(folder) if levels else 1
+    ok["leaves"] = fanout ** ok[size] if levels else ok[size]
     sns.set_theme(style="whitegrid", context="notebook")
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
     for ax, col, label in ((axes[0], "scheduling_seconds", "total scheduling time (s)"),
                            (axes[1], "latency_mean_us", "mean decision time (µs)")):
-        sns.lineplot(data=ok, x=size, y=col, hue="label", style="label", markers=True,
+        slopes = {lab: _slope(part["leaves"], part[col]) for lab, part in ok.groupby("label")}
+        named = {lab: f"{lab} (slope {slope:.2f})" for lab, slope in slopes.items()}
+        data = ok.assign(label=ok["label"].map(named))
+        sns.lineplot(data=data, x="leaves", y=col, hue="label", style="label", markers=True,
                      dashes=False, errorbar=("ci", 95), ax=ax)
+        ax.set_xscale("log", base=2 if levels and fanout == 2 else 10)
         ax.set_yscale("log")
-        ax.set_xlabel(size.split(".")[-1].replace("_", " ")
-                      + (" (full binary tree: 2^levels leaves)" if size.endswith("levels")
-                         else ""))
+        ax.set_xlabel("leaves in the hierarchy" + (f" ({fanout}^levels)" if levels else ""))
         ax.set_ylabel(label)
-        ax.set_xticks(sorted(ok[size].unique()))
-    handles, names = axes[0].get_legend_handles_labels()
-    for ax in axes:
-        ax.get_legend().remove()
-    fig.legend(handles, names, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+        ax.legend(title="algorithm (log-log slope)", fontsize="small", loc="upper center",
+                  bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
     fig.suptitle(f"{folder.name}: scheduling cost against hierarchy size "
                  f"(wall clock, {ok['seed'].nunique()} seeds, 95 % intervals)")
     fig.tight_layout()
-    out = folder / "cost.png"
+    return save(fig, folder / "cost.png")
+
+
+def _slope(x: pd.Series, y: pd.Series) -> float:
+    """Least-squares slope of log y on log x (NaN with fewer than two sizes)."""
+    good = (x > 0) & (y > 0)
+    if x[good].nunique() < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(x[good].astype(float)), np.log(y[good].astype(float)), 1)[0])
+
+
+def _fanout(folder: Path) -> int:
+    spec = load_spec(folder / "spec.yaml", check_workload=False).spec
+    return int(spec.hierarchy.get("fanout", 2))
+
+
+def save(fig, out: Path) -> Path:
+    """Write a figure atomically and close it."""
     with atomic_path(out) as tmp:
         fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
     plt.close(fig)

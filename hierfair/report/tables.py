@@ -8,11 +8,11 @@ the catalogue of the papers' claims and all the verdicts in one table.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 
 from hierfair.errors import HierfairError
 from hierfair.experiment.claims import (
@@ -24,23 +24,20 @@ from hierfair.experiment.claims import (
 )
 from hierfair.experiment.results import write_text
 from hierfair.experiment.spec import load_spec
+from hierfair.report import html
 from hierfair.report.catalogue import catalogue_table, read_catalogue
-from hierfair.report.figures import plot_cost, plot_improvement, plot_shares
+from hierfair.report.plots import CAPTIONS, draw
 
 TABLE_COLUMNS = ("label", "seed", "status", "makespan", "wait_mean", "completion_mean",
                  "tasks_unfinished", "latency_p50_ns")
 
 
-def section(folder: Path) -> str:
+def section(folder: Path, figures: list[tuple[str, Path]] = ()) -> str:
     runs = pd.read_parquet(folder / "runs.parquet")
     exp = load_spec(folder / "spec.yaml", check_workload=False)
     lines = [f"## {exp.spec.name}", "", exp.spec.description or "", ""]
-    sources = (runs["workload_source"].dropna().unique().tolist()
-               if "workload_source" in runs else [])
-    if len(sources) > 1:  # the same generator at many run seeds: say it once
-        sources = [re.sub(r"seed \d+", "run seeds", src) for src in sources]
-    if sources:
-        lines += [f"Input: {', '.join(sorted(set(sources)))}.", ""]
+    if sources := html.input_text(runs):  # the same generator at many run seeds: once
+        lines += [f"Input: {sources}.", ""]
     lines += separation_warning(folder, runs)
     failed = runs[runs["status"] != "ok"]
     if len(failed) == len(runs):  # nothing to measure: say so, list why
@@ -70,38 +67,43 @@ def section(folder: Path) -> str:
                 holds = "n/a" if c.get("missing") else "yes" if c["holds"] else "no"
                 lines.append(f"| {c['algorithm']} | {c['measures']} | {c['expected']} | "
                              f"{_measured(c)} | {holds} |")
-    if (folder / "shares.png").exists():
-        lines += ["", f"![dominant shares]({folder.name}/shares.png)"]
-    if (folder / "improvement.png").exists():
-        lines += ["", f"![response-time improvement]({folder.name}/improvement.png)"]
-    if (folder / "cost.png").exists():
-        lines += ["", f"![scheduling cost against hierarchy size]({folder.name}/cost.png)"]
+    for name, path in figures:
+        lines += ["", f"![{CAPTIONS.get(name, name)}]({folder.name}/{path.name})"]
     return "\n".join(lines) + "\n"
 
 
 SEED_METRICS = ("makespan", "wait_mean", "completion_mean", "wait_median_mice")
 
 
-def seed_summary(runs: pd.DataFrame) -> list[str]:
+def seed_table(runs: pd.DataFrame) -> pd.DataFrame | None:
     """Per algorithm and grid point, the mean over seeds with a 95 % interval
-    (only when some label ran more than one seed)."""
+    (None unless some label ran more than one seed); times in seconds."""
     ok = runs[runs["status"] == "ok"]
     grid = [c for c in ok.columns if "." in c or "[" in c]
     keys = ["label", *grid]
     if ok.empty or ok.groupby(keys, dropna=False).size().max() < 2:
-        return []
+        return None
     metrics = [m for m in SEED_METRICS if m in ok and ok[m].notna().any()]
-    lines = ["", "Across seeds (mean ± half-width of the 95 % interval):", "",
-             "| " + " | ".join([*keys, "seeds", *metrics]) + " |",
-             "|" + "---|" * (len(keys) + 1 + len(metrics))]
+    rows = []
     for key, group in ok.groupby(keys, dropna=False, sort=False):
         key = key if isinstance(key, tuple) else (key,)
-        cells = [_cell(k) for k in key] + [str(len(group))]
+        row = {k: _cell(v) for k, v in zip(keys, key)} | {"seeds": len(group)}
         for m in metrics:
             agg = _aggregate(group[m].dropna().tolist()) if group[m].notna().any() else None
-            cells.append("—" if agg is None else f"{_cell(agg.value)} ± {_cell(agg.ci95)}")
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+            row[f"{m} (s)"] = "—" if agg is None else f"{_cell(agg.value)} ± {_cell(agg.ci95)}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def seed_summary(runs: pd.DataFrame) -> list[str]:
+    """:func:`seed_table` as markdown lines."""
+    table = seed_table(runs)
+    if table is None:
+        return []
+    return ["", "Across seeds (mean ± half-width of the 95 % interval):", "",
+            "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns),
+            *("| " + " | ".join(str(v) for v in row) + " |"
+              for row in table.itertuples(index=False))]
 
 
 def separation_warning(folder: Path, runs: pd.DataFrame) -> list[str]:
@@ -154,21 +156,13 @@ def claims_table(folders: list[Path]) -> list[str]:
              "| spec | claim | source | check | published | measured | verdict |",
              "|---|---|---|---|---|---|---|"]
     for name, v in rows:
-        measured = "; ".join(f"{c['algorithm']} {_measured(c)}" for c in v["checks"])
-        kind = f"proxy: {v['proxy']}" if v.get("proxy") else "faithful"
-        lines.append(f"| [{name}](#{name}) | {v['claim']} | {v['source']} | {kind} | "
-                     f"{v.get('published') or '—'} | {measured} | {verdict_word(v)} |")
+        r = html.claim_row(name, v)
+        lines.append(f"| [{name}](#{name}) | {r['claim']} | {r['source']} | {r['kind']} | "
+                     f"{r['published']} | {r['measured']} | {r['verdict']} |")
     return [*lines, ""]
 
 
-def _measured(check: dict) -> str:
-    """A check's measured value, with its 95 % interval when seeds vary."""
-    if check.get("missing"):
-        return "n/a"
-    text = _cell(check["measured"])
-    if check.get("seeds", 0) > 1:
-        text += f" ± {_cell(check['ci95'])} ({check['seeds']} runs)"
-    return text
+_measured = html.measured_text  # the catalogue table writes measured values the same way
 
 
 def _cell(v: object) -> str:
@@ -199,11 +193,19 @@ def write_report(root: Path, catalogue: Path | None = None) -> Path:
         verdicts = [(folder.name, v) for folder in folders for v in read_verdicts(folder)]
         parts += catalogue_table(read_catalogue(catalogue), verdicts, verdict_word, _measured)
     parts += claims_table(folders)
-    for folder in folders:
-        plot_shares(folder)
-        plot_improvement(folder)
-        plot_cost(folder)
-        parts.append(section(folder))
+    pages = []
+    specs = [load_spec(folder / "spec.yaml", check_workload=False) for folder in folders]
+    # figures are the report's slow part (seconds each): one worker per core
+    drawn = Parallel(n_jobs=-1)(delayed(draw)(folder, exp.spec.report.figures)
+                                for folder, exp in zip(folders, specs))
+    for folder, exp, figures in zip(folders, specs, drawn):
+        parts.append(section(folder, figures))
+        runs = pd.read_parquet(folder / "runs.parquet")
+        pages.append(html.section(folder, exp, runs, figures, CAPTIONS,
+                                  separation_warning(folder, runs), seed_table(runs)))
+    parts.insert(3, "The same report with its figures in one page: [index.html](index.html).\n")
     out = root / "README.md"
     write_text("\n".join(parts), out)
+    html.render(root, pages, audit.read_text() if audit.exists() else None,
+                f"hierfair report {root}")
     return out

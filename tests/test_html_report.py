@@ -1,0 +1,107 @@
+"""reports/index.html: one self-contained page with the claims and property
+tables and each experiment's figures, rendered in headless Chromium."""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import hierfair
+from hierfair.audit.write import run_audit
+from hierfair.errors import SpecError
+from hierfair.experiment.spec import build_experiment
+
+from .conftest import spec_with
+
+PNG = b"\x89PNG\r\n\x1a\n"
+CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser",
+                                                 "google-chrome"))), None)
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("reports")
+    jobs = [{"queue": q, "tasks": 6, "demand": {"cpu": c, "mem": m}, "duration": 10,
+             "submit": 5 * k} for k, (q, c, m) in enumerate([("A", 1, 4), ("B", 3, 1)] * 6)]
+    workload = spec_with(name="load", seeds=[0, 1], workload={"jobs": jobs},
+                         algorithms=["drf", {"name": "pdrf", "params": {"alpha": 3.0}}],
+                         claims=[{"claim": "A gets 3 tasks", "source": "DRF §4.1",
+                                  "checks": [{"algorithm": "drf", "node": "A",
+                                              "resource": "tasks", "equals": 3}]}])
+    scaling = spec_with(name="scaling", hierarchy={"kind": "full-binary", "levels": 1},
+                        workload={"kind": "google-synthetic", "jobs": 12},
+                        algorithms=["drf", "hdrf"], grid={"hierarchy.levels": [1, 2, 3]})
+    chosen = spec_with(name="chosen", report={"figures": ["shares"]})
+    for spec in (workload, scaling, chosen):
+        hierfair.run(spec, out=root, jobs=1)
+    run_audit(root / "audit", None, instances=2, algorithms=["drf"],
+              properties=["share-guarantee"], jobs=1)
+    hierfair.report(root)
+    return root / "index.html"
+
+
+def sections(page: str) -> dict[str, str]:
+    parts = re.split(r'<section id="([^"]+)">', page)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def test_the_page_is_self_contained_and_every_figure_is_a_png(report):
+    page = report.read_text()
+    assert "http://" not in page and "https://" not in page.replace(
+        "https://json-schema", "")  # no network
+    images = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,([^"]+)"', page)
+    assert images and all(base64.b64decode(i)[:8] == PNG for i in images)
+    assert f'data-figures="{len(images)}"' in page
+
+
+def test_each_experiment_gets_the_figures_that_answer_it(report):
+    found = {name: re.findall(r'<figure id="[^"]+-(\w+)"', body)
+             for name, body in sections(report.read_text()).items()}
+    assert found["scaling"] == ["cost"]  # a size sweep asks what scheduling costs
+    assert found["load"] == ["utilization", "waits", "makespan"]  # 12 jobs, 2 algorithms
+    assert found["chosen"] == ["shares"]  # the spec's report: block
+
+
+def test_the_page_opens_with_claims_and_properties_then_sections(report):
+    page = report.read_text()
+    order = list(sections(page))
+    assert order[:2] == ["claims", "properties"] and set(order[2:]) == {
+        "load", "scaling", "chosen"}
+    body = sections(page)
+    assert "A gets 3 tasks" in body["claims"] and "verdict-holds" in body["claims"]
+    assert "Fairness properties (audit)" in body["properties"]
+    assert "<table>" in body["properties"] and "|---" not in body["properties"]
+    runs = body["load"]
+    # grid values, parameters and human units in the runs table
+    for head in ("<th>alpha</th>", "<th>makespan (s)</th>", "<th>decision p50 (µs)</th>",
+                 "<th>cpu in use</th>"):
+        assert head in runs, head
+    assert "<th>hierarchy.levels</th>" in body["scaling"]
+    assert "Across seeds" in runs
+
+
+def test_report_block_names_are_validated():
+    with pytest.raises(SpecError, match=r"report\.figures\[0\]: Input should be .shares."):
+        build_experiment(spec_with(report={"figures": ["pie"]}))
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no headless Chromium on this machine: "
+                    "`apt-get install chromium` (Debian) to run the browser test")
+def test_chromium_renders_every_figure_and_table(report, tmp_path):
+    dom = subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path}",
+                          "--dump-dom", report.as_uri()], capture_output=True, text=True,
+                         timeout=120).stdout
+    body = re.search(r"<body([^>]*)>", dom)
+    assert body, dom[:500]
+    attrs = dict(re.findall(r'([\w-]+)="(\d+)"', body.group(1)))
+    assert int(attrs["data-figures"]) >= 5
+    assert attrs["data-figures-rendered"] == attrs["data-figures"]  # every PNG decoded
+    assert int(attrs["data-tables-rendered"]) >= int(attrs["data-tables"]) > 0
