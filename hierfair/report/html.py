@@ -106,6 +106,11 @@ def input_text(runs: pd.DataFrame) -> str:
 
 
 def runs_html(runs: pd.DataFrame) -> str:
+    return runs_frame(runs).to_html(index=False, border=0, classes="runs", na_rep="—",
+                                    escape=True)
+
+
+def runs_frame(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run: identity, grid values, parameters, metrics in human units."""
     grid = [c for c in runs.columns if "." in c or "[" in c]
     params = [c for c in runs.columns if c.startswith("param_")]
@@ -121,7 +126,7 @@ def runs_html(runs: pd.DataFrame) -> str:
     if "error" in runs and (runs["status"] != "ok").any():
         out["error"] = runs["error"]
     out.columns = [c.removeprefix("param_") if c in params else c for c in out.columns]
-    return out.to_html(index=False, border=0, classes="runs", na_rep="—", escape=True)
+    return out
 
 
 def markdown_html(text: str) -> str:
@@ -185,7 +190,9 @@ def _css(v: dict) -> str:
 
 def _num(v: object) -> str:
     if isinstance(v, float | np.floating):
-        return "—" if np.isnan(v) else f"{v:,.4g}"
+        if np.isnan(v):
+            return "—"
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"  # 16,200 s, not 1.62e+04
     return str(v)
 
 

@@ -28,9 +28,6 @@ from hierfair.report import html
 from hierfair.report.catalogue import catalogue_table, read_catalogue
 from hierfair.report.plots import CAPTIONS, draw
 
-TABLE_COLUMNS = ("label", "seed", "status", "makespan", "wait_mean", "completion_mean",
-                 "tasks_unfinished", "latency_p50_ns")
-
 
 def section(folder: Path, figures: list[tuple[str, Path]] = ()) -> str:
     runs = pd.read_parquet(folder / "runs.parquet")
@@ -46,9 +43,7 @@ def section(folder: Path, figures: list[tuple[str, Path]] = ()) -> str:
         lines += [f"| {r.label} | {r.seed} | {r.status} | {r.error} |"
                   for r in failed.itertuples()]
         return "\n".join(lines) + "\n"
-    cols = [c for c in TABLE_COLUMNS if c in runs]
-    util = [c for c in runs.columns if c.startswith("util_")]
-    table = runs[cols[:2] + util + cols[2:]]
+    table = html.runs_frame(runs)  # grid values, parameters, human units: as index.html
     lines.append("| " + " | ".join(table.columns) + " |")
     lines.append("|" + "---|" * len(table.columns))
     for _, row in table.iterrows():
