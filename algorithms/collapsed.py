@@ -39,6 +39,7 @@ from hierfair.errors import SpecError
 from hierfair.experiment.spec_base import Strict
 from hierfair.sim.model import Cluster, Hierarchy
 from hierfair.sim.policy import BackfillParams, BasePolicy, LeafPriorityPolicy, SchedulerState
+from hierfair.sim.shares import inverse_totals
 from hierfair.sim.treewalk import round_score  # monotone: the lower bounds rely on it
 
 _INF = float("inf")
@@ -75,7 +76,7 @@ class FlatteningPolicy(LeafPriorityPolicy):
         self._signature: Any = None
         self._flat = np.ones(h.n_nodes)
         total = state.cluster.total
-        self._inv = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        self._inv = inverse_totals(total)
         self._parents = [np.array(h.ancestors(leaf), dtype=np.int64) for leaf in range(h.n_nodes)]
 
     def signature(self) -> Any:
@@ -219,7 +220,7 @@ class IncrementalFlattening(BasePolicy):
         self._w: list[float] = h.weights.tolist()
         self._is_leaf = [not kids for kids in h.children]
         total = state.cluster.total
-        self._inv = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        self._inv = inverse_totals(total)
         self._invl: list[float] = self._inv.tolist()
         # Relative error of aggregate / prefix against the exact key: a few
         # roundings per level on each side; 16 per level is ample.

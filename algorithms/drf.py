@@ -14,12 +14,12 @@ See docs/algorithms.md for what ``backfill`` changes relative to Algorithm 1.
 
 from __future__ import annotations
 
-from operator import mul
 from typing import ClassVar
 
 import numpy as np
 
 from hierfair.sim.policy import LeafPriorityPolicy
+from hierfair.sim.shares import RoundMemo, dominant_share_of, inverse_totals
 
 #: Shares are rounded to this many decimals in priority keys, so that two
 #: equal shares computed along different float paths tie exactly and the
@@ -57,11 +57,10 @@ class WeightedDRF(LeafPriorityPolicy):
 
     def attach(self, state) -> None:  # noqa: ANN001 - SchedulerState
         super().attach(state)
-        total = state.cluster.total
-        inv = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
-        self._inv_total = inv.tolist()  # plain floats: one key per task start and finish
+        # plain floats: one key per task start and finish
+        self._dominant = dominant_share_of(inverse_totals(state.cluster.total).tolist())
+        self._round = RoundMemo(KEY_DECIMALS)
         self._weight = state.hierarchy.weights.tolist()
 
     def key(self, leaf: int) -> float:
-        share = max(map(mul, self.state.alloc_row(leaf), self._inv_total)) / self._weight[leaf]
-        return round(share, KEY_DECIMALS)
+        return self._round(self._dominant(self.state.alloc_row(leaf)) / self._weight[leaf])

@@ -51,6 +51,7 @@ from hierfair.sim.policy import (
     room_on_one_server,
     running_by_leaf,
 )
+from hierfair.sim.shares import inverse_totals
 from hierfair.sim.treewalk import TreeView, TreeWalkPolicy
 
 #: Relative tolerance for ties between levels, argmax sets and saturation in
@@ -319,7 +320,7 @@ def static_hdrf(hierarchy: Hierarchy, demands: np.ndarray, total: np.ndarray,
     """
     n = hierarchy.n_nodes
     m = len(total)
-    inv = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+    inv = inverse_totals(total)
     per_task = np.asarray(demands, dtype=float) * inv
     mu = per_task.max(axis=1)
     user = np.zeros(n, dtype=bool)
@@ -436,7 +437,7 @@ def static_targets(state: SchedulerState, leaves: list[int], key: tuple | None,
         return key, targets
     n, m = state.hierarchy.n_nodes, state.cluster.n_resources
     total = state.cluster.total
-    inv = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+    inv = inverse_totals(total)
     demands = np.zeros((n, m))
     caps = np.full(n, np.inf)
     for leaf in leaves:
@@ -472,7 +473,7 @@ class StaticHDRF(BasePolicy):
         self._key: tuple | None = None
         self._target = np.zeros(state.hierarchy.n_nodes)
         total = state.cluster.total
-        self._inv = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        self._inv = inverse_totals(total)
 
     @staticmethod
     def fractional(hierarchy: Hierarchy, total: np.ndarray,
@@ -491,7 +492,7 @@ class StaticHDRF(BasePolicy):
                 demands[job.leaf] = job.demand
             if np.array_equal(demands[job.leaf], job.demand):
                 tasks[job.leaf] += job.n_tasks
-        inv = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        inv = inverse_totals(total)
         mu = (demands * inv).max(axis=1)
         result = static_hdrf(hierarchy, demands, total, caps=tasks * mu)
         count = np.divide(result.dominant, mu, out=np.zeros(n), where=mu > 0)

@@ -46,6 +46,7 @@ import numpy as np
 
 from hierfair.algorithms.hdrf import TIE
 from hierfair.sim.policy import BasePolicy, SchedulerState
+from hierfair.sim.shares import dominant_share_of, inverse_totals
 from hierfair.sim.treewalk import round_score
 
 _INF = math.inf
@@ -75,7 +76,7 @@ class FastHDRF(BasePolicy):
         self._children = h.children
         self._parent = h.parent.tolist()
         self._w = h.weights.tolist()
-        self._inv = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0).tolist()
+        self._dominant = dominant_share_of(inverse_totals(total).tolist())
         self._floor = (TIE * total).tolist()  # a resource is in Y above this
         self._zeros = [0.0] * m  # a demand's support: its positive resources
         self._full = (1 << m) - 1
@@ -115,7 +116,7 @@ class FastHDRF(BasePolicy):
         """Re-read one leaf from the state: its consumption, queue and flags."""
         u = list(self.state.alloc_row(leaf))
         self._U[leaf] = u
-        s = max([a * b for a, b in zip(u, self._inv)])
+        s = self._dominant(u)
         self._s[leaf] = s
         self._q[leaf] = s / self._w[leaf]
         self._score[leaf] = round_score(s / self._w[leaf])
@@ -178,7 +179,7 @@ class FastHDRF(BasePolicy):
                     u = [x * k for x in u]
             acc = u if acc is None else [a + x for a, x in zip(acc, u)]
         U[v] = acc
-        sv = max([a * b for a, b in zip(acc, self._inv)])  # type: ignore[arg-type]
+        sv = self._dominant(acc)  # type: ignore[arg-type]
         s[v] = sv
         q[v] = sv / w[v]
         self._score[v] = round_score(sv / w[v])

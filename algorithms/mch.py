@@ -36,6 +36,7 @@ import numpy as np
 from hierfair.algorithms.collapsed import FlatteningPolicy, IncrementalFlattening
 from hierfair.sim.model import Hierarchy
 from hierfair.sim.policy import SchedulerState
+from hierfair.sim.shares import inverse_totals
 from hierfair.sim.treewalk import round_score
 
 _INF = float("inf")
@@ -49,7 +50,7 @@ def mch_weights(h: Hierarchy, demands: np.ndarray, total: np.ndarray,
     """
     n, m = demands.shape
     w = h.weights
-    inv = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+    inv = inverse_totals(total)
     share = demands * inv
     mu = np.zeros(n)
     s = np.zeros((n, m))  # normalised demand, max component 1

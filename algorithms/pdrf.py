@@ -40,11 +40,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import numpy as np
 from pydantic import Field, NonNegativeFloat
 
 from hierfair.experiment.spec_base import Strict
 from hierfair.sim.policy import BasePolicy, SchedulerState, room_on_one_server, running_by_leaf
+from hierfair.sim.shares import inverse_totals
 
 KEY_DECIMALS = 12
 
@@ -67,7 +67,7 @@ class PDRF(BasePolicy):
     def attach(self, state: SchedulerState) -> None:
         super().attach(state)
         total = state.cluster.total
-        self._inv = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        self._inv = inverse_totals(total)
         self._weight = state.hierarchy.weights
         self._leaves = list(state.hierarchy.leaves)
 

@@ -122,24 +122,28 @@ class Ledger:
     def launch(self, job_id: int, leaf: int, server: int, now: float) -> int:
         """Start the job's next pending task (re-queued ones first) on
         ``server``; returns the task."""
-        requeued = self.job_requeued.get(job_id)
+        requeued = self.job_requeued.get(job_id) if self.job_requeued else None
         if requeued:
             task = requeued.popleft()
+            drained = not requeued and (self.offset[job_id] + self.job_next[job_id]
+                                        == self.offset[job_id + 1])
         else:
             task = self.offset[job_id] + self.job_next[job_id]
             self.job_next[job_id] += 1
-        if not requeued and self.job_next[job_id] == self.offset[job_id + 1] - self.offset[job_id]:
+            drained = task + 1 == self.offset[job_id + 1]
+        if drained:  # the job has no pending task left
             queue = self.queues[leaf]
-            queue.pop(bisect.bisect_left(queue, job_id))  # the job has no pending task left
+            queue.pop(bisect.bisect_left(queue, job_id))
             self.job_queued[job_id] = 0
         if self.state[task] != PENDING:
             self.transition(task, PENDING, RUNNING)  # raises
         self.state[task] = RUNNING
-        if self.job_running[job_id] == 0:
+        running = self.job_running[job_id]
+        if not running:
             self.job_alloc_since[job_id] = now
             if self.job_first[job_id] != self.job_first[job_id]:  # NaN: its first start
                 self.job_first[job_id] = now
-        self.job_running[job_id] += 1
+        self.job_running[job_id] = running + 1
         self.job_start_sum[job_id] += now
         self.leaf_last_job[leaf] = job_id
         self.pending[leaf] -= 1
@@ -158,8 +162,8 @@ class Ledger:
         self.ran[task] += now - start
         self.job_ran[job_id] += now - start
         self.job_start_sum[job_id] -= start
-        self.job_running[job_id] -= 1
-        if self.job_running[job_id] == 0:
+        running = self.job_running[job_id] = self.job_running[job_id] - 1
+        if not running:
             self.job_alloc[job_id] += now - self.job_alloc_since[job_id]
         return job_id
 
@@ -168,8 +172,8 @@ class Ledger:
         self.finish[task] = now
         self.left[task] = 0.0
         self.unfinished -= 1
-        self.job_left[job_id] -= 1
-        if self.job_left[job_id]:
+        left = self.job_left[job_id] = self.job_left[job_id] - 1
+        if left:
             return False
         self.job_finish[job_id] = now
         return True

@@ -23,6 +23,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import truediv
 from time import monotonic, perf_counter_ns
 from typing import Any, Literal
 
@@ -78,6 +79,8 @@ class Simulator(PolicyView):
             if job.after >= 0:
                 self._released_by.setdefault(job.after, []).append(job.id)
         self._scale = [t if t > 0 else 1 for t in self._index.total.tolist()]
+        # ServerIndex never slows a task down; policies' own indexes may.
+        self._uniform = type(self._index) is ServerIndex
         self._now = 0.0
         self._down = [0] * cluster.n_servers  # outages in progress
         self._wasted = 0.0
@@ -190,10 +193,13 @@ class Simulator(PolicyView):
         index.allocate(server, need)
         self._usage.add(leaf, need)
         self._dirty.add(leaf)
-        factor = index.duration_factor(server)
-        led.factor[task] = factor
+        if self._uniform:  # every task runs at the speed it asked for
+            duration = led.left[task]
+        else:
+            factor = led.factor[task] = index.duration_factor(server)
+            duration = led.left[task] * factor
         led.attempt_row[task] = self._rec.attempt(task, server, now)
-        duration, attempt = led.left[task] * factor, led.attempt[task]
+        attempt = led.attempt[task]
         heapq.heappush(self._events, self._faults.attempt_end(task, attempt, now, duration)
                        if self._task_failures else (now + duration, FINISH, task, attempt))
         return job
@@ -303,18 +309,25 @@ class Simulator(PolicyView):
         self._rec.decision(self._now, leaf, spent + perf_counter_ns() - t0)
 
     def _place(self) -> None:
-        """Ask the policy for leaves until it answers None."""
-        select = self.policy.select
+        """Ask the policy for leaves until it answers None (:meth:`_begin`
+        and :meth:`_tick` written out: this loop runs once per task)."""
+        select, started = self.policy.select, self.policy.on_task_start
+        decision, deadline = self._rec.decision, self._deadline
         while True:
-            self._tick()
+            self._ticks += 1
+            if deadline is not None and not self._ticks & 1023 and monotonic() > deadline:
+                raise RunTimeout(f"time ran out at simulated time {self._now:g}")
             t0 = perf_counter_ns()
             leaf = select()
             spent = perf_counter_ns() - t0 + self._overhead_ns
             self._overhead_ns = 0
             if leaf is None:
-                self._rec.decision(self._now, -1, spent)
+                decision(self._now, -1, spent)
                 return
-            self._begin(leaf, spent)
+            demand = self._start(leaf).demand
+            t0 = perf_counter_ns()
+            started(leaf, demand)
+            decision(self._now, leaf, spent + perf_counter_ns() - t0)
 
     # -- recording -----------------------------------------------------------
     def _record_step(self) -> None:
@@ -324,8 +337,7 @@ class Simulator(PolicyView):
             nodes = sorted({node for leaf in self._dirty for node in paths[leaf]})
             self._dirty.clear()
             self._rec.allocation_rows(self._now, nodes, usage.tasks, usage.rows)
-        used = usage.rows[0]
-        self._rec.utilization_row(self._now, tuple(u / t for u, t in zip(used, self._scale)))
+        self._rec.utilization_row(self._now, tuple(map(truediv, usage.rows[0], self._scale)))
 
     def server_used(self) -> np.ndarray:
         """(servers, resources): what the running tasks hold on each server."""

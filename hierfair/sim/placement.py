@@ -125,6 +125,9 @@ class ServerIndex:
         return np.array([col[server] for col in self._free])
 
     def fits(self, demand: np.ndarray) -> bool:
+        hit = self._answers.get(demand.tobytes())
+        if hit is not None:  # the usual case: one dict look-up, no second call
+            return hit[1] is not None
         return self.choose(demand) is not None
 
     def choose(self, demand: np.ndarray) -> int | None:
@@ -149,22 +152,56 @@ class ServerIndex:
         return 1.0
 
     # -- updates -------------------------------------------------------------
+    # allocate and release run once per task each: the maxima update of
+    # :meth:`_put` is written out in them (a call per resource would cost more
+    # than the update), and a resource the task does not use is skipped.
     def allocate(self, server: int, need: tuple[float, ...]) -> None:
-        total, free = self._free_total, self._free
+        total, free, upper = self._free_total, self._free, self._upper
         for r in self._resources:
-            total[r] -= need[r]
-            col = free[r]
-            old = col[server]
-            self._put(server, r, old, old - need[r])
+            n = need[r]
+            if not n:
+                continue
+            total[r] -= n
+            below = free[r]
+            old = below[server]
+            new = below[server] = old - n
+            if self._matrix is not None:
+                self._matrix[server, r] = new
+                continue
+            i = server
+            for level in upper:  # up while the block's maximum falls
+                col = level[r]
+                i //= BRANCH
+                top = col[i]
+                if top != old:  # the block's maximum is another server's
+                    break
+                lo = i * BRANCH
+                new = max(below[lo:lo + BRANCH])
+                if new == top:
+                    break
+                col[i] = new
+                old, below = top, col
         self._shrunk(server)
 
     def release(self, server: int, need: tuple[float, ...]) -> None:
-        total, free = self._free_total, self._free
+        total, free, upper = self._free_total, self._free, self._upper
         for r in self._resources:
-            total[r] += need[r]
-            col = free[r]
-            old = col[server]
-            self._put(server, r, old, old + need[r])
+            n = need[r]
+            if not n:
+                continue
+            total[r] += n
+            below = free[r]
+            new = below[server] = below[server] + n
+            if self._matrix is not None:
+                self._matrix[server, r] = new
+                continue
+            i = server
+            for level in upper:  # up while the block's maximum rises
+                col = level[r]
+                i //= BRANCH
+                if new <= col[i]:
+                    break
+                col[i] = new
         self._grew(server)
 
     def set_down(self, server: int) -> None:
@@ -206,21 +243,19 @@ class ServerIndex:
                 return
             old, below = top, col
 
-    def _room(self, server: int, need: list[float]) -> bool:
-        for col, n in zip(self._free, need):
-            if col[server] < n:
-                return False
-        return True
-
     def _shrunk(self, server: int) -> None:
         """``server`` has less room: only answers that were it can move (later)."""
         answers = self._answers
         if not self._first:
             answers.clear()
             return
+        free = self._free
         for key, (need, chosen) in answers.items():
-            if chosen == server and not self._room(server, need):
-                answers[key] = (need, self._first_from(server + 1, need))
+            if chosen == server:
+                for col, n in zip(free, need):
+                    if col[server] < n:  # no room left for it here: search on
+                        answers[key] = (need, self._first_from(server + 1, need))
+                        break
 
     def _grew(self, server: int) -> None:
         """``server`` has more room: answers after it (or none) may become it."""
@@ -229,9 +264,14 @@ class ServerIndex:
         if not self._first:
             answers.clear()
             return
+        free = self._free
         for key, (need, chosen) in answers.items():
-            if (chosen is None or chosen > server) and self._room(server, need):
-                answers[key] = (need, server)
+            if chosen is None or chosen > server:
+                for col, n in zip(free, need):
+                    if col[server] < n:
+                        break
+                else:  # room for it here, earlier than before
+                    answers[key] = (need, server)
 
     def _first_from(self, lo: int, need: list[float]) -> int | None:
         """The lowest server >= ``lo`` with room for ``need``: the rest of

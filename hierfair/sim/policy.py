@@ -169,6 +169,7 @@ class LeafPriorityPolicy(BasePolicy):
         super().attach(state)
         self._heap: list[tuple[Any, int, int]] = []
         self._version = [0] * state.hierarchy.n_nodes  # plain ints: read per decision
+        self._heap_limit = 4 * state.hierarchy.n_nodes + 64
         self._parked: list[tuple[Any, int, int]] = []
         self._parked_epoch = state.release_epoch
         self._backfill = bool(getattr(self.params, "backfill", True))
@@ -178,10 +179,10 @@ class LeafPriorityPolicy(BasePolicy):
 
     def leaf_changed(self, leaf: int) -> None:
         version = self._version
-        version[leaf] += 1
+        v = version[leaf] = version[leaf] + 1
         if self.state.pending(leaf) > 0:
-            heapq.heappush(self._heap, (self.key(leaf), leaf, version[leaf]))
-        if len(self._heap) > 4 * len(version) + 64:
+            heapq.heappush(self._heap, (self.key(leaf), leaf, v))
+        if len(self._heap) > self._heap_limit:
             # Drop stale entries so the heap stays O(leaves), not O(events).
             self._heap = [e for e in self._heap if e[2] == version[e[1]]]
             heapq.heapify(self._heap)

@@ -44,7 +44,7 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
         "task": np.arange(n_tasks),
         "job": task_job,
         "index": np.arange(n_tasks) - offset[task_job],
-        "leaf": paths[[jobs[j].leaf for j in task_job]] if jobs else [],
+        "leaf": paths[np.asarray(ledger.job_leaf, dtype=np.int64)[task_job]] if jobs else [],
         "server": ledger.column("server"),
         "start": ledger.column("start"),
         "finish": finish,
@@ -91,6 +91,6 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
 
 def _decisions(frame: pd.DataFrame, paths: np.ndarray) -> pd.DataFrame:
     """The chosen leaf by path, as in every other table (None: nothing placed)."""
-    leaf = frame["leaf"].to_numpy()
-    frame["leaf"] = pd.array([paths[i] if i >= 0 else None for i in leaf], dtype="string")
+    named = np.append(paths, None)  # leaf -1 (nothing placed) reads the None at the end
+    frame["leaf"] = pd.array(named[frame["leaf"].to_numpy()], dtype="string")
     return frame

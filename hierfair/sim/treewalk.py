@@ -28,6 +28,7 @@ from typing import ClassVar
 import numpy as np
 
 from hierfair.sim.policy import BasePolicy, SchedulerState
+from hierfair.sim.shares import inverse_totals
 
 #: Scores are rounded to this many decimals before comparison, so equal
 #: shares reached along different floating-point paths tie exactly and the
@@ -81,7 +82,7 @@ class TreeWalkPolicy(BasePolicy):
         self.tree = TreeView(state)
         total = state.cluster.total
         self.total = total
-        self.inv_total = np.where(total > 0, 1.0 / np.where(total > 0, total, 1.0), 0.0)
+        self.inv_total = inverse_totals(total)
         m = len(total)
         self._demand = np.zeros((self.tree.n, m))
 

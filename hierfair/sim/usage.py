@@ -26,27 +26,47 @@ class NodeUsage:
         self.rows: list[list[float]] = [[0.0] * n_resources for _ in range(n)]
         self.tasks: list[int] = [0] * n
         self._resources = range(n_resources)
+        self._two = n_resources == 2
         self._alloc = np.zeros((n, n_resources))
         self._running = np.zeros(n, dtype=np.int64)
         self._stale: set[int] = set()  # leaves changed since the arrays were synced
 
-    # In place, resource by resource: cheaper than a new list per node.
+    # In place, resource by resource: cheaper than a new list per node; with
+    # two resources (most clusters) the loop over them is written out.
     def add(self, leaf: int, need: Sequence[float]) -> None:
-        rows, tasks, resources = self.rows, self.tasks, self._resources
-        for node in self.paths[leaf]:
-            row = rows[node]
-            for r in resources:
-                row[r] += need[r]
-            tasks[node] += 1
+        rows, tasks = self.rows, self.tasks
+        if self._two:
+            a, b = need
+            for node in self.paths[leaf]:
+                row = rows[node]
+                row[0] += a
+                row[1] += b
+                tasks[node] += 1
+        else:
+            resources = self._resources
+            for node in self.paths[leaf]:
+                row = rows[node]
+                for r in resources:
+                    row[r] += need[r]
+                tasks[node] += 1
         self._stale.add(leaf)
 
     def remove(self, leaf: int, need: Sequence[float]) -> None:
-        rows, tasks, resources = self.rows, self.tasks, self._resources
-        for node in self.paths[leaf]:
-            row = rows[node]
-            for r in resources:
-                row[r] -= need[r]
-            tasks[node] -= 1
+        rows, tasks = self.rows, self.tasks
+        if self._two:
+            a, b = need
+            for node in self.paths[leaf]:
+                row = rows[node]
+                row[0] -= a
+                row[1] -= b
+                tasks[node] -= 1
+        else:
+            resources = self._resources
+            for node in self.paths[leaf]:
+                row = rows[node]
+                for r in resources:
+                    row[r] -= need[r]
+                tasks[node] -= 1
         self._stale.add(leaf)
 
     @property
