@@ -70,7 +70,6 @@ class Ledger:
         self.factor = _filled("d", 1.0, n_tasks)  # slowdown of the current attempt
         self.attempt = _filled("q", 0, n_tasks)
         self.ran = _filled("d", 0.0, n_tasks)  # wall time spent running, all attempts
-        self.attempt_row = _filled("q", -1, n_tasks)  # the current attempt's recorded row
         self.started = 0
         self.unfinished = n_tasks
         # -- per job

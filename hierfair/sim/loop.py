@@ -21,6 +21,7 @@ are charged alike.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import truediv
@@ -35,7 +36,7 @@ from hierfair.sim.ledger import FINISHED, PENDING, RUNNING, Ledger
 from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
 from hierfair.sim.placement import Index, Placement, ServerIndex
 from hierfair.sim.policy import BasePolicy
-from hierfair.sim.recording import ATTEMPT_FINISHED, OUTCOMES, Recorder
+from hierfair.sim.recording import OUTCOMES, Recorder
 from hierfair.sim.result import SimulationResult, tables
 from hierfair.sim.usage import NodeUsage
 from hierfair.sim.view import PolicyView
@@ -103,14 +104,22 @@ class Simulator(PolicyView):
         if self._manual:
             raise RuntimeError("this simulator was stepped by hand; build a new one to run")
         events, led = self._events, self._ledger
-        for job in self._jobs:
-            if job.after < 0:  # the others arrive when the job they wait for finishes
-                heapq.heappush(events, (job.submit, ARRIVAL, job.id, 0))
+        # Arrivals wait in submit order and enter the event heap only at their
+        # instant: the heap holds what runs, not the whole future (a trace may
+        # have millions of jobs).  Jobs with ``after`` arrive when the job
+        # they wait for finishes.
+        arrivals = sorted((job.submit, job.id) for job in self._jobs if job.after < 0)
+        n_arrivals, a = len(arrivals), 0
         self._faults.plan(events, self.cluster.n_servers)
         attempt = led.attempt
-        while events and led.unfinished:
+        while (events or a < n_arrivals) and led.unfinished:
             self._tick()
-            now = events[0][0]
+            now = events[0][0] if events else math.inf
+            if a < n_arrivals and arrivals[a][0] <= now:
+                now = arrivals[a][0]
+                while a < n_arrivals and arrivals[a][0] == now:
+                    heapq.heappush(events, (now, ARRIVAL, arrivals[a][1], 0))
+                    a += 1
             if until is not None and now > until:
                 break
             self._now = now
@@ -198,7 +207,6 @@ class Simulator(PolicyView):
         else:
             factor = led.factor[task] = index.duration_factor(server)
             duration = led.left[task] * factor
-        led.attempt_row[task] = self._rec.attempt(task, server, now)
         attempt = led.attempt[task]
         heapq.heappush(self._events, self._faults.attempt_end(task, attempt, now, duration)
                        if self._task_failures else (now + duration, FINISH, task, attempt))
@@ -221,7 +229,6 @@ class Simulator(PolicyView):
         led = self._ledger
         job_id = self._stop(task, RUNNING, FINISHED)
         now = self._now
-        self._rec.end_attempt(led.attempt_row[task], now, ATTEMPT_FINISHED)
         done = led.finished(task, job_id, now)
         job = self._jobs[job_id]
         t0 = perf_counter_ns()
@@ -246,7 +253,8 @@ class Simulator(PolicyView):
         else:
             lost = elapsed
         self._wasted += lost
-        self._rec.end_attempt(led.attempt_row[task], now, OUTCOMES.index(outcome))
+        self._rec.cut_short(led.seq[task], task, led.server[task], led.start[task], now,
+                            OUTCOMES.index(outcome))
         led.requeue(task, job_id, left)
         job = self._jobs[job_id]
         if outcome == "preempted":

@@ -56,13 +56,12 @@ class Recorder:
                                    + [(r, "d") for r in resources])
         self.utilization = Columns([("time", "d")] + [(r, "d") for r in resources])
         self.decisions = Columns([("time", "d"), ("leaf", "q"), ("latency_ns", "q")])
-        self.attempts = Columns([("task", "q"), ("server", "q"), ("start", "d"),
+        # Only attempts that were cut short are recorded as they end; a task's
+        # last attempt is in the ledger, and :meth:`attempts_frame` merges both.
+        self.attempts = Columns([("seq", "q"), ("task", "q"), ("server", "q"), ("start", "d"),
                                  ("end", "d"), ("outcome", "q")])
         self.preemptions = Columns([("time", "d"), ("task", "q"), ("job", "q"),
                                     ("victim", "q"), ("beneficiary", "q"), ("lost", "d")])
-        a = self.attempts
-        self._a_task, self._a_server, self._a_start = a.col("task"), a.col("server"), a.col("start")
-        self._a_end, self._a_outcome = a.col("end"), a.col("outcome")
         d = self.decisions
         self._d_time, self._d_leaf, self._d_ns = d.col("time"), d.col("leaf"), d.col("latency_ns")
         al = self.allocations
@@ -71,19 +70,26 @@ class Recorder:
         self._al_tasks = al.col("tasks")
         self._last_util: tuple[float, ...] | None = None
 
-    def attempt(self, task: int, server: int, now: float) -> int:
-        """A task attempt starts; returns its row, to end it later."""
-        row = len(self._a_task)
-        self._a_task.append(task)
-        self._a_server.append(server)
-        self._a_start.append(now)
-        self._a_end.append(np.nan)
-        self._a_outcome.append(ATTEMPT_RUNNING)
-        return row
+    def cut_short(self, seq: int, task: int, server: int, start: float, end: float,
+                  outcome: int) -> None:
+        """An attempt ended before its task finished (preempted, killed, failed)."""
+        self.attempts.append(seq, task, server, start, end, outcome)
 
-    def end_attempt(self, row: int, now: float, outcome: int) -> None:
-        self._a_end[row] = now
-        self._a_outcome[row] = outcome
+    def attempts_frame(self, seq: np.ndarray, state: np.ndarray, server: np.ndarray,
+                       start: np.ndarray, finish: np.ndarray) -> pd.DataFrame:
+        """Every attempt in the order they started: the ones cut short, and
+        each started task's last one (from the ledger's per-task columns; the
+        task states are ``TaskState`` values: 2 running, 3 finished)."""
+        cut = self.attempts.to_frame()
+        last = np.flatnonzero(state >= 2)
+        done = state[last] == 3
+        final = pd.DataFrame({
+            "seq": seq[last], "task": last, "server": server[last], "start": start[last],
+            "end": np.where(done, finish[last], np.nan),
+            "outcome": np.where(done, ATTEMPT_FINISHED, ATTEMPT_RUNNING).astype(np.int64)})
+        both = pd.concat([cut, final], ignore_index=True) if len(cut) else final
+        both = both.sort_values("seq", kind="stable", ignore_index=True)
+        return both.drop(columns="seq")
 
     def decision(self, now: float, leaf: int, ns: int) -> None:
         self._d_time.append(now)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from hierfair.sim.ledger import Ledger, TaskState
 from hierfair.sim.model import Hierarchy, shown
@@ -35,7 +36,8 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
     jobs = ledger.jobs
     task_job = ledger.column("task_job")
     n_tasks = task_job.size
-    attempts = rec.attempts.to_frame()
+    attempts = rec.attempts_frame(ledger.column("seq"), ledger.states(), ledger.column("server"),
+                                  ledger.column("start"), ledger.column("finish"))
     tries = np.bincount(attempts["task"], minlength=n_tasks) if len(
         attempts) else np.zeros(n_tasks, dtype=np.int64)
     offset = np.frombuffer(ledger.offset, dtype=np.int64)
@@ -44,7 +46,8 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
         "task": np.arange(n_tasks),
         "job": task_job,
         "index": np.arange(n_tasks) - offset[task_job],
-        "leaf": paths[np.asarray(ledger.job_leaf, dtype=np.int64)[task_job]] if jobs else [],
+        "leaf": _names(paths, np.asarray(ledger.job_leaf, dtype=np.int64)[task_job], "str")
+        if jobs else [],
         "server": ledger.column("server"),
         "start": ledger.column("start"),
         "finish": finish,
@@ -68,7 +71,7 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
     job_df["wait"] = job_df["first_start"] - job_df["submit"]
     job_df["completion"] = job_df["finish"] - job_df["submit"]
     alloc = rec.allocations.to_frame()
-    alloc.insert(1, "path", paths[alloc.pop("node").to_numpy()] if len(alloc) else [])
+    alloc.insert(1, "path", _names(paths, alloc.pop("node").to_numpy(), "str") if len(alloc) else [])
     attempts["outcome"] = pd.Categorical.from_codes(attempts["outcome"], OUTCOMES)
     preempt = rec.preemptions.to_frame()
     for col in ("victim", "beneficiary"):
@@ -91,6 +94,15 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
 
 def _decisions(frame: pd.DataFrame, paths: np.ndarray) -> pd.DataFrame:
     """The chosen leaf by path, as in every other table (None: nothing placed)."""
-    named = np.append(paths, None)  # leaf -1 (nothing placed) reads the None at the end
-    frame["leaf"] = pd.array(named[frame["leaf"].to_numpy()], dtype="string")
+    frame["leaf"] = _names(paths, frame["leaf"].to_numpy(), "string")
     return frame
+
+
+def _names(paths: np.ndarray, nodes: np.ndarray, dtype: str) -> pd.api.extensions.ExtensionArray:
+    """``paths[nodes]`` as a pandas string array (node -1: missing), taken in
+    Arrow: a column per task or decision is millions of strings, and pandas'
+    conversion of Python strings would cost more than the simulation's steps."""
+    names = pa.array(paths.tolist(), type=pa.large_string())
+    missing = nodes < 0
+    taken = names.take(pa.array(np.where(missing, 0, nodes), mask=missing if missing.any() else None))
+    return pd.array(taken, dtype=dtype)
