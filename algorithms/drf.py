@@ -63,4 +63,4 @@ class WeightedDRF(LeafPriorityPolicy):
         self._weight = state.hierarchy.weights.tolist()
 
     def key(self, leaf: int) -> float:
-        return self._round(self._dominant(self.state.alloc_row(leaf)) / self._weight[leaf])
+        return self._round[self._dominant(self.state.alloc_row(leaf)) / self._weight[leaf]]

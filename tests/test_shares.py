@@ -39,4 +39,4 @@ def test_a_resource_the_cluster_lacks_never_dominates():
 def test_round_memo_is_round(xs):
     memo = RoundMemo(12, size=8)  # small: the bound is crossed and the memo cleared
     for x in xs + xs[::-1]:
-        assert memo(x) == round(x, 12)
+        assert memo[x] == round(x, 12)

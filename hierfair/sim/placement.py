@@ -101,8 +101,8 @@ class ServerIndex:
                                  for col in self._levels[-1]])
         self._free = self._levels[0]
         self._upper = self._levels[1:]
-        # demand bytes -> (need with tolerance, chosen server or None)
-        self._answers: dict[bytes, tuple[list[float], int | None]] = {}
+        # demand bytes -> [need with tolerance, chosen server or None], updated in place
+        self._answers: dict[bytes, list] = {}
         self._matrix = self.capacity.copy() if not self._first else None  # best-fit's view
         self.release_epoch = 0
 
@@ -143,7 +143,7 @@ class ServerIndex:
                 self._answers.clear()
         else:
             need, server = [], self._best_fit(demand)
-        self._answers[key] = (need, server)
+        self._answers[key] = [need, server]
         return server
 
     def duration_factor(self, server: int) -> float:
@@ -245,33 +245,33 @@ class ServerIndex:
 
     def _shrunk(self, server: int) -> None:
         """``server`` has less room: only answers that were it can move (later)."""
-        answers = self._answers
         if not self._first:
-            answers.clear()
+            self._answers.clear()
             return
         free = self._free
-        for key, (need, chosen) in answers.items():
-            if chosen == server:
+        for answer in self._answers.values():
+            if answer[1] == server:
+                need = answer[0]
                 for col, n in zip(free, need):
                     if col[server] < n:  # no room left for it here: search on
-                        answers[key] = (need, self._first_from(server + 1, need))
+                        answer[1] = self._first_from(server + 1, need)
                         break
 
     def _grew(self, server: int) -> None:
         """``server`` has more room: answers after it (or none) may become it."""
         self.release_epoch += 1
-        answers = self._answers
         if not self._first:
-            answers.clear()
+            self._answers.clear()
             return
         free = self._free
-        for key, (need, chosen) in answers.items():
+        for answer in self._answers.values():
+            chosen = answer[1]
             if chosen is None or chosen > server:
-                for col, n in zip(free, need):
+                for col, n in zip(free, answer[0]):
                     if col[server] < n:
                         break
                 else:  # room for it here, earlier than before
-                    answers[key] = (need, server)
+                    answer[1] = server
 
     def _first_from(self, lo: int, need: list[float]) -> int | None:
         """The lowest server >= ``lo`` with room for ``need``: the rest of

@@ -63,20 +63,18 @@ def dominant_share_of(inv: Sequence[float]) -> Callable[[Row], float]:
     return lambda r: max([x * f for x, f in zip(r, factors)])
 
 
-class RoundMemo:
-    """``round(x, digits)``, memoised (bounded: cleared when it holds
-    ``size`` values), for keys recomputed far more often than they change."""
+class RoundMemo(dict):
+    """``memo[x] == round(x, digits)``, memoised (bounded: cleared when it
+    holds ``size`` values), for keys recomputed far more often than they
+    change.  A dict whose ``__missing__`` rounds: a hit is one C-level look-up."""
 
     def __init__(self, digits: int, size: int = 1 << 16) -> None:
+        super().__init__()
         self._digits = digits
         self._size = size
-        self._memo: dict[float, float] = {}
 
-    def __call__(self, x: float) -> float:
-        hit = self._memo.get(x)
-        if hit is None:
-            memo = self._memo
-            if len(memo) >= self._size:
-                memo.clear()
-            hit = memo[x] = round(x, self._digits)
-        return hit
+    def __missing__(self, x: float) -> float:
+        if len(self) >= self._size:
+            self.clear()
+        value = self[x] = round(x, self._digits)
+        return value
