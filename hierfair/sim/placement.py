@@ -10,17 +10,20 @@ questions quickly:
 * ``choose(d)`` -- pick a server: *first-fit* (lowest server index with room)
   or *best-fit* (the server that is left with the least normalised free space).
 
-First-fit keeps, per resource, a shallow tree of maxima over blocks of
-``BRANCH`` servers (1,200 servers: 75 blocks, 5 super-blocks, one root): a
-block whose maxima cannot hold ``d`` is skipped whole, so a search costs
-O(m B log_B S) at worst (the per-resource maxima may come from different
-servers, so the search can backtrack; it never returns a wrong server).  An
-update changes one server and walks up only while a maximum changes, usually
-not past its block.  Cached first-fit answers are kept exact instead of
-dropped: only one server's free space changes per update, so an allocation can
-only move an answer that *was* that server (to a later one, searched from
-there), and a release can only move an answer earlier (to that server, if it
-now fits).  Best-fit compares every server and recomputes after every change.
+First-fit keeps, per resource, a shallow tree of upper bounds of the
+maxima over blocks of ``BRANCH`` servers (1,200 servers: 75 blocks, 5
+super-blocks, one root): a block whose bounds cannot hold ``d`` is skipped
+whole, so a search costs O(m B log_B S) at worst (the per-resource maxima may
+come from different servers, so the search can backtrack; it never returns a
+wrong server).  A release raises the bounds on its way up while they are
+exceeded, usually not past its block; an allocation lowers only the server's
+own row and leaves the bounds above it loose (still bounds) -- a search that
+enters a block in vain tightens that block's bounds from the level below.
+Cached first-fit answers are kept exact instead of dropped: only one server's
+free space changes per update, so an allocation can only move an answer that
+*was* that server (to a later one, searched from there), and a release can
+only move an answer earlier (to that server, if it now fits).  Best-fit
+compares every server and recomputes after every change.
 
 Every index (this one, or a policy's own, see ``BasePolicy.make_index``) takes
 demands as ``np.ndarray`` in queries and as plain float tuples in updates.
@@ -152,36 +155,19 @@ class ServerIndex:
         return 1.0
 
     # -- updates -------------------------------------------------------------
-    # allocate and release run once per task each: the maxima update of
-    # :meth:`_put` is written out in them (a call per resource would cost more
-    # than the update), and a resource the task does not use is skipped.
+    # allocate and release run once per task each: written out (a call per
+    # resource would cost more than the update), a resource the task does not
+    # use skipped.
     def allocate(self, server: int, need: tuple[float, ...]) -> None:
-        total, free, upper = self._free_total, self._free, self._upper
+        total, free = self._free_total, self._free
         for r in self._resources:
             n = need[r]
-            if not n:
-                continue
-            total[r] -= n
-            below = free[r]
-            old = below[server]
-            new = below[server] = old - n
-            if self._matrix is not None:
-                self._matrix[server, r] = new
-                continue
-            i = server
-            for level in upper:  # up while the block's maximum falls
-                col = level[r]
-                i //= BRANCH
-                top = col[i]
-                if top != old:  # the block's maximum is another server's
-                    break
-                lo = i * BRANCH
-                new = max(below[lo:lo + BRANCH])
-                if new == top:
-                    break
-                col[i] = new
-                old, below = top, col
-        self._shrunk(server)
+            if n:
+                total[r] -= n
+                new = free[r][server] = free[r][server] - n
+                if self._matrix is not None:
+                    self._matrix[server, r] = new
+        self._shrunk(server)  # the blocks' bounds stay bounds: see _scan
 
     def release(self, server: int, need: tuple[float, ...]) -> None:
         total, free, upper = self._free_total, self._free, self._upper
@@ -295,10 +281,14 @@ class ServerIndex:
                 if not k:
                     return i
                 lo = i * BRANCH
-                found = self._scan(k - 1, lo, min(lo + BRANCH, len(self._levels[k - 1][0])),
-                                   need)
+                hi = min(lo + BRANCH, len(self._levels[k - 1][0]))
+                found = self._scan(k - 1, lo, hi, need)
                 if found is not None:
                     return found
+                # In vain: allocations left this block's bounds loose; tighten
+                # them from the (tighter) bounds of the level below.
+                for col, below in zip(cols, self._levels[k - 1]):
+                    col[i] = max(below[lo:hi])
         return None
 
     def _best_fit(self, demand: np.ndarray) -> int | None:
