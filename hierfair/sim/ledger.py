@@ -153,8 +153,13 @@ class Ledger:
         self.on_server[server].add(task)
         return task
 
-    def stop(self, task: int, now: float) -> int:
-        """Bookkeeping shared by finishing and interrupting; returns the job."""
+    def stop(self, task: int, now: float, new: int) -> int:
+        """A running task stops: finishes (``new`` FINISHED) or goes back to
+        wait (PENDING).  Returns its job; a finished job has ``job_left`` 0."""
+        state = self.state
+        if state[task] != RUNNING:
+            self.transition(task, RUNNING, new)  # raises
+        state[task] = new
         job_id = self.task_job[task]
         self.on_server[self.server[task]].discard(task)
         start = self.start[task]
@@ -164,18 +169,14 @@ class Ledger:
         running = self.job_running[job_id] = self.job_running[job_id] - 1
         if not running:
             self.job_alloc[job_id] += now - self.job_alloc_since[job_id]
+        if new == FINISHED:
+            self.finish[task] = now
+            self.left[task] = 0.0
+            self.unfinished -= 1
+            left = self.job_left[job_id] = self.job_left[job_id] - 1
+            if not left:
+                self.job_finish[job_id] = now
         return job_id
-
-    def finished(self, task: int, job_id: int, now: float) -> bool:
-        """A stopped task is done; returns whether its job is done too."""
-        self.finish[task] = now
-        self.left[task] = 0.0
-        self.unfinished -= 1
-        left = self.job_left[job_id] = self.job_left[job_id] - 1
-        if left:
-            return False
-        self.job_finish[job_id] = now
-        return True
 
     def requeue(self, task: int, job_id: int, work_left: float) -> None:
         """A stopped task waits again with ``work_left``; its pending finish

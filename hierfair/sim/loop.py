@@ -212,13 +212,10 @@ class Simulator(PolicyView):
                        if self._task_failures else (now + duration, FINISH, task, attempt))
         return job
 
-    def _stop(self, task: int, old: int, new: int) -> int:
-        """Bookkeeping shared by finishing and interrupting; returns the job."""
+    def _stop(self, task: int, new: int) -> int:
+        """A running task stops (FINISHED or back to PENDING); returns its job."""
         led = self._ledger
-        if led.state[task] != old:
-            led.transition(task, old, new)  # raises
-        led.state[task] = new
-        job_id = led.stop(task, self._now)
+        job_id = led.stop(task, self._now, new)
         leaf, need = led.job_leaf[job_id], self._need[job_id]
         self._index.release(led.server[task], need)
         self._usage.remove(leaf, need)
@@ -226,24 +223,21 @@ class Simulator(PolicyView):
         return job_id
 
     def _finish(self, task: int) -> None:
-        led = self._ledger
-        job_id = self._stop(task, RUNNING, FINISHED)
-        now = self._now
-        done = led.finished(task, job_id, now)
+        job_id = self._stop(task, FINISHED)
         job = self._jobs[job_id]
         t0 = perf_counter_ns()
         self.policy.on_task_finish(job.leaf, job.demand)
-        if done:
+        if not self._ledger.job_left[job_id]:  # the job is done
             self.policy.on_job_completion(job)
             for waiting in self._released_by.get(job_id, ()):
-                heapq.heappush(self._events, (max(now, self._jobs[waiting].submit),
+                heapq.heappush(self._events, (max(self._now, self._jobs[waiting].submit),
                                               ARRIVAL, waiting, 0))
         self._overhead_ns += perf_counter_ns() - t0
 
     def _interrupt(self, task: int, outcome: str, beneficiary: int = -1) -> float:
         """Stop a running task early and queue it again; returns the lost work."""
         led = self._ledger
-        job_id = self._stop(task, RUNNING, PENDING)
+        job_id = self._stop(task, PENDING)
         now = self._now
         elapsed = now - led.start[task]
         left = led.left[task]
@@ -321,6 +315,8 @@ class Simulator(PolicyView):
         and :meth:`_tick` written out: this loop runs once per task)."""
         select, started = self.policy.select, self.policy.on_task_start
         decision, deadline = self._rec.decision, self._deadline
+        # decisions.parquet's columns, appended to directly
+        times, leaves, spans = self._rec.decision_columns
         while True:
             self._ticks += 1
             if deadline is not None and not self._ticks & 1023 and monotonic() > deadline:
@@ -335,7 +331,9 @@ class Simulator(PolicyView):
             demand = self._start(leaf).demand
             t0 = perf_counter_ns()
             started(leaf, demand)
-            decision(self._now, leaf, spent + perf_counter_ns() - t0)
+            spans.append(spent + perf_counter_ns() - t0)
+            times.append(self._now)
+            leaves.append(leaf)
 
     # -- recording -----------------------------------------------------------
     def _record_step(self) -> None:

@@ -64,6 +64,8 @@ class Recorder:
                                     ("victim", "q"), ("beneficiary", "q"), ("lost", "d")])
         d = self.decisions
         self._d_time, self._d_leaf, self._d_ns = d.col("time"), d.col("leaf"), d.col("latency_ns")
+        #: (time, leaf, latency_ns) columns, for the simulator's per-task loop
+        self.decision_columns = (self._d_time, self._d_leaf, self._d_ns)
         al = self.allocations
         self._al_cols = [al.col(r) for r in resources]
         self._al_time, self._al_node = al.col("time"), al.col("node")
