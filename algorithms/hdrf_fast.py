@@ -22,40 +22,289 @@ What a decision of the reference needs, and how it is kept here:
   changes, only the groups whose membership flips are re-flagged (and their
   paths recomputed) -- the one case that costs more than a path.  Which ``Y``
   applies is decided by an existence probe before anything is re-flagged.
-* **Algorithm 4's walk**: a depth-first search in (score, pre-order) order that
-  enters only children with a leaf of ``A`` below; it returns the first leaf
-  whose task fits, which is the leaf the reference's walk over "schedulable"
-  children reaches.  Subtrees found to hold no fitting leaf are remembered
-  until resources are released (free space only shrinks in between) or a leaf
-  below changes; a subtree whose componentwise-smallest pending demand does
-  not fit is skipped without a visit.
+* **Algorithm 4's walk**: depth first, at each node into the child with the
+  least (score, position) that has a leaf of ``A`` below and is not known to
+  be blocked; it returns the first leaf whose task fits, which is the leaf the
+  reference's walk over "schedulable" children reaches.  Subtrees found to
+  hold no fitting leaf are remembered until resources are released (free
+  space only shrinks in between) or a leaf below changes; once a leaf has
+  failed, a subtree whose componentwise-smallest pending demand does not fit
+  is skipped without a visit.
+
+The per-node state lives in two arrays (floats, ints: one column per node)
+that three kernels (:mod:`hierfair.sim.jit`; compiled with numba) read and
+write: :func:`set_leaf` stores a changed leaf, :func:`flush` recomputes the
+paths above the changed leaves, :func:`walk` descends until it needs to know
+whether a demand fits -- which only the simulator's placement index answers,
+so the walk returns the node and this class asks.  The policy's own
+bookkeeping (``Y``, the support groups, which subtrees are blocked for which
+``A``) stays in Python.
 
 Cost per decision: O(depth * fan-out * m) for the changed paths and the walk,
-plus the size of any group re-flagged when ``Y`` changes, plus the subtrees
-first found blocked after a release.  :attr:`FastHDRF.stats` counts each.
-tests/test_hdrf_fast.py runs both implementations on random instances and
-asserts identical decision sequences.
+compiled, plus the size of any group re-flagged when ``Y`` changes, plus one
+round trip per leaf or subtree first found blocked after a release.
+:attr:`FastHDRF.stats` counts each.  tests/test_hdrf_fast.py runs both
+implementations on random instances and asserts identical decision sequences,
+with the kernels compiled and as plain Python.
 """
 
 from __future__ import annotations
 
 import math
+from operator import add
 from typing import ClassVar
 
 import numpy as np
 
 from hierfair.algorithms.hdrf import TIE
+from hierfair.sim.jit import jit
+from hierfair.sim.model import Cluster
+from hierfair.sim.placement import TOLERANCE, ServerIndex
 from hierfair.sim.policy import BasePolicy, SchedulerState
-from hierfair.sim.shares import dominant_share_of, inverse_totals
-from hierfair.sim.treewalk import round_score
+from hierfair.sim.shares import inverse_totals
 
-_INF = math.inf
-def support(vector: list[float] | np.ndarray, floor: list[float]) -> int:
+# -- the node arrays ---------------------------------------------------------
+# Floats F[row, node]: share, share / weight, the walk's score (share /
+# weight rounded as the reference rounds), weight; then m rows each of the
+# rescaled consumption U, the componentwise-smallest pending demand below
+# (minvec), a leaf's next demand; and 1 / R_j in the first m columns of the
+# last row.
+S, Q, SCORE, W, U0 = 0, 1, 2, 3, 4
+# Integers (Z for ℤ) Z[row, node]: parent, children (CSR: offsets, then the
+# children in order), demanding below, a leaf of A below, has a minvec, the
+# supports of demanding leaves below (one bit per support seen), the walk
+# that entered the node without doubt (first choice, or its minvec found to
+# fit), the walk that found it blocked, the leaves changed since the last
+# flush (each staged once: the flush count that staged it), a mark per flush,
+# a buffer of the nodes to recompute, counters; then BLOCKED rows: per slot
+# (one per A in use) the stamp that marks a node blocked.
+(PARENT, KID_PTR, KIDS, DEM, INSET, HASMIN, MASK, OK, FAILED, DIRTY, STAGED, MARK, BUF,
+ META) = range(14)
+BLOCKED = 14
+SLOTS = 8  # distinct A remembered at once (usually one or two)
+# META columns
+N_DIRTY, MARK_STAMP, N_RECOMPUTED, N_RES, WALKS, CHECKS, FLUSHES = range(7)
+SCORE_SCALE = 1e12  # hierfair.sim.treewalk.SCORE_DECIMALS
+
+
+@jit
+def round_score(x: float) -> float:
+    """``np.round(x, 12)`` (the reference's score rounding): scale, round half
+    to even, scale back; ``inf`` passes (:func:`hierfair.sim.treewalk.round_score`)."""
+    if x < math.inf:
+        return np.rint(x * SCORE_SCALE) / SCORE_SCALE
+    return x
+
+
+@jit
+def store_share(F: np.ndarray, v: int, m: int) -> None:
+    """Node ``v``'s dominant share from its ``U`` (the max over resources, the
+    first maximum kept, as ``max()``), the share over the weight, the score."""
+    inv = 4 + 3 * m
+    share = 0.0
+    for j in range(m):
+        x = F[U0 + j, v] * F[inv, j]
+        if j == 0 or x > share:
+            share = x
+    F[S, v] = share
+    F[Q, v] = share / F[W, v]
+    F[SCORE, v] = round_score(share / F[W, v])
+
+
+@jit
+def set_leaf(F: np.ndarray, Z: np.ndarray, leaf: int, row: tuple, demand: np.ndarray,
+             demanding: bool, inset: bool, bit: int) -> None:
+    """Store a changed leaf: its consumption ``row``, next ``demand`` and
+    flags, and stage it for :func:`flush`."""
+    m = Z[META, N_RES]
+    for j in range(m):
+        F[U0 + j, leaf] = row[j]
+    store_share(F, leaf, m)
+    Z[DEM, leaf] = demanding
+    Z[INSET, leaf] = inset
+    Z[HASMIN, leaf] = demanding
+    Z[MASK, leaf] = bit if demanding else 0
+    if demanding:
+        for j in range(m):
+            F[U0 + m + j, leaf] = demand[j]
+            F[U0 + 2 * m + j, leaf] = demand[j]
+    if Z[STAGED, leaf] != Z[META, FLUSHES]:  # staged once until the next flush
+        Z[STAGED, leaf] = Z[META, FLUSHES]
+        k = Z[META, N_DIRTY]
+        Z[DIRTY, k] = leaf
+        Z[META, N_DIRTY] = k + 1
+
+
+@jit
+def recompute(F: np.ndarray, Z: np.ndarray, v: int) -> None:
+    """One internal node from its children (the reference's ``rescaled_shares``
+    for one node, operation for operation)."""
+    m = Z[META, N_RES]
+    low = U0 + m
+    lo, hi = Z[KID_PTR, v], Z[KID_PTR, v + 1]
+    least = fallback = math.inf
+    any_in = any_dem = has_low = False
+    bits = 0
+    for t in range(lo, hi):
+        c = Z[KIDS, t]
+        if Z[DEM, c]:
+            any_dem = True
+            qc = F[Q, c]
+            if qc < fallback:
+                fallback = qc
+            if Z[INSET, c]:
+                any_in = True
+                if qc < least:
+                    least = qc
+            bits |= Z[MASK, c]
+            for j in range(m):  # componentwise min, the first kept on ties (as min())
+                x = F[low + j, c]
+                if not has_low or x < F[low + j, v]:
+                    F[low + j, v] = x
+            has_low = True
+    if not any_in:
+        least = fallback
+    for t in range(lo, hi):
+        c = Z[KIDS, t]
+        sc = F[S, c]
+        k = 1.0
+        scaled = False
+        if sc > 0 and least != math.inf:
+            k = least * F[W, c] / sc
+            scaled = k < 1.0
+        for j in range(m):
+            x = F[U0 + j, c]
+            if scaled:
+                x = x * k
+            F[U0 + j, v] = x if t == lo else F[U0 + j, v] + x
+    store_share(F, v, m)
+    Z[INSET, v] = any_in
+    Z[DEM, v] = any_dem
+    Z[MASK, v] = bits
+    Z[HASMIN, v] = has_low
+
+
+@jit
+def flush(F: np.ndarray, Z: np.ndarray) -> int:
+    """Recompute every ancestor of the staged leaves, children first (a
+    parent's pre-order index is below its children's), and forget that they
+    or the staged leaves were blocked; returns how many nodes."""
+    n_dirty = Z[META, N_DIRTY]
+    if n_dirty == 0:
+        return 0
+    Z[META, FLUSHES] += 1
+    mark = Z[META, MARK_STAMP] + 1
+    Z[META, MARK_STAMP] = mark
+    count = 0
+    for i in range(n_dirty):
+        v = Z[DIRTY, i]
+        for k in range(SLOTS):
+            Z[BLOCKED + k, v] = 0
+        v = Z[PARENT, v]
+        while v >= 0 and Z[MARK, v] != mark:
+            Z[MARK, v] = mark
+            for k in range(SLOTS):
+                Z[BLOCKED + k, v] = 0
+            Z[BUF, count] = v
+            count += 1
+            v = Z[PARENT, v]
+    Z[META, N_DIRTY] = 0
+    nodes = np.sort(Z[BUF, :count])
+    for i in range(count - 1, -1, -1):
+        recompute(F, Z, nodes[i])
+    Z[META, N_RECOMPUTED] += count
+    return count
+
+
+@jit
+def fits(free: np.ndarray, F: np.ndarray, first: int, v: int, m: int) -> bool:
+    """Whether some server has room for the vector ``F[first:first + m, v]``:
+    the placement index's test (:data:`hierfair.sim.placement.TOLERANCE`) on
+    its array of free resources per server."""
+    for s in range(free.shape[0]):
+        for j in range(m):
+            if free[s, j] < F[first + j, v] - TOLERANCE:
+                break
+        else:
+            return True
+    return False
+
+
+@jit
+def walk(F: np.ndarray, Z: np.ndarray, free: np.ndarray, allowed: int, slot: int,
+         stamp: int) -> int:
+    """Flush, then the first leaf whose task fits, depth first from the root into the
+    least (score, position) child with a leaf of ``A`` (``allowed`` supports)
+    below that is not blocked (its ``BLOCKED + slot`` entry is not
+    ``stamp``); -1 when none.  A leaf whose task does not fit, and a node
+    whose children are all blocked, become blocked.  The reference's walk
+    visits the same nodes in the same order; what it learns here only prunes:
+    once a leaf has failed, the root and every child entered after a sibling
+    ranked before it failed have their smallest pending demand tried first,
+    and are blocked if it does not fit."""
+    flush(F, Z)
+    m = Z[META, N_RES]
+    low, need = U0 + m, U0 + 2 * m
+    row = BLOCKED + slot
+    walk_id = Z[META, WALKS] + 1
+    Z[META, WALKS] = walk_id
+    Z[OK, 0] = walk_id  # no doubt about the root until a leaf fails
+    failures = 0
+    v = 0
+    while True:
+        if Z[row, v] == stamp:
+            if v == 0:
+                return -1
+            v = Z[PARENT, v]
+            continue
+        lo, hi = Z[KID_PTR, v], Z[KID_PTR, v + 1]
+        if lo == hi:
+            if fits(free, F, need, v, m):
+                return v
+            Z[row, v] = stamp
+            Z[FAILED, v] = walk_id
+            if failures == 0:
+                Z[OK, 0] = 0
+            failures += 1
+            continue
+        if Z[OK, v] != walk_id:
+            Z[META, CHECKS] += 1
+            if Z[HASMIN, v] and fits(free, F, low, v, m):
+                Z[OK, v] = walk_id
+            else:
+                Z[row, v] = stamp
+                Z[FAILED, v] = walk_id
+                continue
+        best = failed = -1
+        best_score = failed_score = math.inf
+        for t in range(lo, hi):
+            c = Z[KIDS, t]
+            if Z[MASK, c] & allowed:
+                score = F[SCORE, c]
+                if Z[row, c] != stamp:
+                    if best < 0 or score < best_score:  # ties: the earlier child
+                        best, best_score = c, score
+                elif Z[FAILED, c] == walk_id and (failed < 0 or score < failed_score):
+                    failed, failed_score = c, score
+        if best < 0:
+            Z[row, v] = stamp
+            Z[FAILED, v] = walk_id
+            continue
+        # entered in doubt only after a sibling ranked before it failed
+        if failed < 0 or failed_score > best_score or (failed_score == best_score
+                                                        and failed > best):
+            Z[OK, best] = walk_id
+        v = best
+
+
+def support(vector: list[float], floor: list[float]) -> int:
     """Bit j set when ``vector[j] > floor[j]``."""
     bits = 0
-    for j, (v, f) in enumerate(zip(vector, floor)):
+    bit = 1
+    for v, f in zip(vector, floor):
         if v > f:
-            bits |= 1 << j
+            bits |= bit
+        bit <<= 1
     return bits
 
 
@@ -72,34 +321,52 @@ class FastHDRF(BasePolicy):
         n = h.n_nodes
         total = state.cluster.total
         self._m = m = len(total)
-        self._n = n
-        self._children = h.children
-        self._parent = h.parent.tolist()
-        self._w = h.weights.tolist()
-        self._dominant = dominant_share_of(inverse_totals(total).tolist())
+        width = max(n + 1, m, FLUSHES + 1)
+        self._F = F = np.zeros((5 + 3 * m, width))
+        F[W, :n] = h.weights
+        F[4 + 3 * m, :m] = inverse_totals(total)
+        self._I = Z = np.zeros((BLOCKED + SLOTS, width), dtype=np.int64)
+        Z[PARENT, :n] = h.parent
+        kids = [c for v in range(n) for c in h.children[v]]
+        Z[KIDS, :len(kids)] = kids
+        Z[KID_PTR, :n + 1] = np.cumsum([0] + [len(h.children[v]) for v in range(n)])
+        Z[META, N_RES] = m
+        Z[META, FLUSHES] = 1
         self._floor = (TIE * total).tolist()  # a resource is in Y above this
         self._zeros = [0.0] * m  # a demand's support: its positive resources
+        self._none = np.zeros(m)  # the demand row of a leaf that demands nothing
         self._full = (1 << m) - 1
-        # Algorithm 3's state per node (leaf rows: the leaf's own).
-        self._U = [[0.0] * m for _ in range(n)]
-        self._s = [0.0] * n
-        self._q = [0.0] * n  # s / w
-        self._score = [0.0] * n  # the walk's key: s / w rounded as the reference rounds
-        self._inset = [False] * n  # a leaf of A below
-        self._dem = [False] * n  # a demanding leaf below
-        self._masks = [0] * n  # bit (1 << support) per demanding leaf below
-        self._minvec: list[tuple[float, ...] | None] = [None] * n
         self._demand: list[np.ndarray | None] = [None] * n  # leaves' next demand
         self._support = [-1] * n  # leaves' demand support, -1 not demanding
+        self._support_of: dict[bytes, int] = {}  # demand bytes -> support
+        self._bits: dict[int, int] = {}  # support -> its bit in MASK
         self._groups: dict[int, set[int]] = {}  # support -> demanding leaves
         self._allowed_by_Y: dict[int, int] = {}  # cache of _allowed, until groups change
         self._Y = self._full  # the Y the stored flags were computed for
         self._released = [0.0] * m  # Algorithm 2's W under churn
         self._dirty: set[int] = set()
-        self._blocked: dict[int, set[int]] = {}  # allowed supports -> nodes with no fit
         self._epoch = state.release_epoch
-        #: decisions, nodes recomputed, leaves re-flagged for a new Y, probes
-        self.stats = {"decisions": 0, "recomputed": 0, "reflagged": 0, "probes": 0}
+        self._slots: dict[int, int] = {}  # A (allowed supports) -> its BLOCKED row
+        self._slot_stamp = [0] * SLOTS  # current stamp per slot (0: never blocked)
+        self._slot_epoch = [-1] * SLOTS  # the release epoch the stamp belongs to
+        self._stamps = 0
+        self._counts = {"decisions": 0, "reflagged": 0, "probes": 0}
+
+    def make_index(self, cluster: Cluster, placement: str) -> ServerIndex:
+        """The usual index, keeping its free resources as an array too: the
+        walk tests fits itself, compiled (a test per node would otherwise be
+        a round trip to Python)."""
+        index = ServerIndex(cluster.capacities, placement, mirror=True)  # type: ignore[arg-type]
+        self._free = index.mirror
+        self._free_total = index.free_total_row  # Algorithm 2's W when nothing was released
+        return index
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Decisions, nodes recomputed, leaves re-flagged for a new Y, probes,
+        and subtrees whose smallest demand the walk tried."""
+        return {**self._counts, "recomputed": int(self._I[META, N_RECOMPUTED]),
+                "checks": int(self._I[META, CHECKS])}
 
     # -- notifications -----------------------------------------------------------
     def leaf_changed(self, leaf: int) -> None:
@@ -107,30 +374,20 @@ class FastHDRF(BasePolicy):
 
     def on_task_finish(self, leaf: int, demand: np.ndarray) -> None:
         self._dirty.add(leaf)
-        released = self._released
-        for j, d in enumerate(demand.tolist()):
-            released[j] += d
+        self._released = list(map(add, self._released, demand.tolist()))
 
     # -- Algorithm 3, incrementally -------------------------------------------------
     def _refresh_leaf(self, leaf: int) -> None:
         """Re-read one leaf from the state: its consumption, queue and flags."""
-        u = list(self.state.alloc_row(leaf))
-        self._U[leaf] = u
-        s = self._dominant(u)
-        self._s[leaf] = s
-        self._q[leaf] = s / self._w[leaf]
-        self._score[leaf] = round_score(s / self._w[leaf])
         d = self.state.next_demand(leaf)
         old = self._support[leaf]
         if d is None:
             sup = -1
-            self._minvec[leaf] = None
-            self._masks[leaf] = 0
         else:
-            dl = d.tolist()
-            sup = support(dl, self._zeros)
-            self._minvec[leaf] = tuple(dl)
-            self._masks[leaf] = 1 << sup
+            key = d.tobytes()
+            sup = self._support_of.get(key, -1)
+            if sup < 0:
+                sup = self._support_of[key] = support(d.tolist(), self._zeros)
         self._demand[leaf] = d
         if sup != old:
             self._allowed_by_Y.clear()
@@ -139,77 +396,29 @@ class FastHDRF(BasePolicy):
             if sup >= 0:
                 self._groups.setdefault(sup, set()).add(leaf)
             self._support[leaf] = sup
-        self._dem[leaf] = sup >= 0
-        self._inset[leaf] = sup >= 0 and not sup & ~self._Y
+        if sup < 0:
+            set_leaf(self._F, self._I, leaf, tuple(self.state.alloc_row(leaf)), self._none,
+                     False, False, 0)
+        else:
+            set_leaf(self._F, self._I, leaf, tuple(self.state.alloc_row(leaf)), d, True,
+                     not sup & ~self._Y, self._bits.get(sup) or self._bit(sup))
 
-    def _recompute(self, v: int) -> None:
-        """One internal node from its children: ``rescaled_shares`` for one node.
-        (The first child's vector is taken as is where the reference adds it to
-        zeros: the same floats, up to the sign of a zero, which no comparison
-        sees.)"""
-        kids = self._children[v]
-        s, q, w, U = self._s, self._q, self._w, self._U
-        inset, dem, masks, minvec = self._inset, self._dem, self._masks, self._minvec
-        least = fallback = _INF
-        any_in = any_dem = False
-        bits = 0
-        low = None
-        for c in kids:
-            if dem[c]:
-                any_dem = True
-                qc = q[c]
-                if qc < fallback:
-                    fallback = qc
-                if inset[c]:
-                    any_in = True
-                    if qc < least:
-                        least = qc
-                bits |= masks[c]
-                mv = minvec[c]
-                low = mv if low is None else tuple(map(min, low, mv))
-        if not any_in:
-            least = fallback
-        acc = None
-        for c in kids:
-            u = U[c]
-            sc = s[c]
-            if sc > 0 and least != _INF:
-                k = least * w[c] / sc
-                if k < 1.0:
-                    u = [x * k for x in u]
-            acc = u if acc is None else [a + x for a, x in zip(acc, u)]
-        U[v] = acc
-        sv = self._dominant(acc)  # type: ignore[arg-type]
-        s[v] = sv
-        q[v] = sv / w[v]
-        self._score[v] = round_score(sv / w[v])
-        inset[v] = any_in
-        dem[v] = any_dem
-        masks[v] = bits
-        minvec[v] = low
+    def _bit(self, sup: int) -> int:
+        """The MASK bit of a demand support (63 distinct supports at most)."""
+        bit = self._bits.get(sup)
+        if bit is None:
+            if len(self._bits) >= 63:
+                raise ValueError("hdrf-fast: more than 63 distinct demand supports")
+            bit = self._bits[sup] = 1 << len(self._bits)
+        return bit
 
-    def _flush(self) -> None:
-        """Re-read the dirty leaves and recompute their ancestors, children first
-        (pre-order: a parent's index is below its children's)."""
+    def _stage(self) -> None:
+        """Re-read the dirty leaves; the walk recomputes their ancestors first."""
         if not self._dirty:
             return
-        parent = self._parent
-        nodes: set[int] = set()
-        blocked = list(self._blocked.values())
         for leaf in self._dirty:
             self._refresh_leaf(leaf)
-            v = parent[leaf]
-            for b in blocked:
-                b.discard(leaf)
-            while v >= 0 and v not in nodes:
-                nodes.add(v)
-                for b in blocked:
-                    b.discard(v)
-                v = parent[v]
         self._dirty.clear()
-        for v in sorted(nodes, reverse=True):
-            self._recompute(v)
-        self.stats["recomputed"] += len(nodes)
 
     def _apply(self, Y: int) -> None:
         """Make ``Y`` the applied one: re-flag the groups whose membership flips."""
@@ -217,75 +426,57 @@ class FastHDRF(BasePolicy):
         for sup, leaves in self._groups.items():
             if (not sup & ~old) != (not sup & ~Y):
                 self._dirty.update(leaves)
-                self.stats["reflagged"] += len(leaves)
-        self._flush()
+                self._counts["reflagged"] += len(leaves)
+        self._stage()
 
     # -- Algorithm 4 ------------------------------------------------------------------
     def _allowed(self, Y: int) -> int:
-        """Bit (1 << support) for every support of a demanding leaf inside ``Y``."""
+        """The MASK bits of every support of a demanding leaf inside ``Y``."""
         cached = self._allowed_by_Y.get(Y)
         if cached is not None:
             return cached
         bits = 0
         for sup, leaves in self._groups.items():
             if leaves and not sup & ~Y:
-                bits |= 1 << sup
+                bits |= self._bit(sup)
         self._allowed_by_Y[Y] = bits
         return bits
+
+    def _slot(self, allowed: int) -> tuple[int, int]:
+        """The BLOCKED row of ``A`` and its stamp for this release epoch (a
+        new stamp forgets every node blocked before)."""
+        slot = self._slots.get(allowed)
+        if slot is None:
+            if len(self._slots) == SLOTS:  # too many A: forget them all
+                self._slots.clear()
+                self._slot_epoch = [-1] * SLOTS
+            slot = self._slots[allowed] = len(self._slots)
+            self._slot_epoch[slot] = -1
+        if self._slot_epoch[slot] != self._epoch:
+            self._stamps += 1
+            self._slot_stamp[slot] = self._stamps
+            self._slot_epoch[slot] = self._epoch
+        return slot, self._slot_stamp[slot]
 
     def _find(self, allowed: int) -> int | None:
         """The first leaf, in the walk's (score, pre-order) order, whose support
         is allowed and whose next task fits."""
-        blocked = self._blocked.setdefault(allowed, set())
-        return self._visit(0, allowed, blocked, True)
-
-    def _visit(self, v: int, allowed: int, blocked: set[int], check: bool) -> int | None:
-        """Depth first from ``v``.  ``check``: first test whether the smallest
-        pending demand below fits at all -- done at the root and on every
-        backtrack (where subtrees that hold nothing placeable are met), not
-        along the first path tried, which usually succeeds."""
-        fits = self.state.fits
-        kids = self._children[v]
-        if not kids:
-            if fits(self._demand[v]):  # type: ignore[arg-type]
-                return v
-            blocked.add(v)
-            return None
-        if check:
-            low = self._minvec[v]
-            if low is None or not fits(np.array(low)):
-                blocked.add(v)
-                return None
-        masks, score = self._masks, self._score
-        open_ = [(score[c], i, c) for i, c in enumerate(kids)
-                 if masks[c] & allowed and c not in blocked]
-        open_.sort()
-        first = True
-        for _, _, c in open_:
-            found = self._visit(c, allowed, blocked, not first)
-            if found is not None:
-                return found
-            first = False
-        blocked.add(v)
-        return None
+        slot, stamp = self._slot(allowed)
+        leaf = walk(self._F, self._I, self._free, allowed, slot, stamp)
+        return None if leaf < 0 else leaf
 
     def select(self) -> int | None:
-        state = self.state
-        self._flush()
-        if state.release_epoch != self._epoch:  # room was released: forget blocked
-            self._epoch = state.release_epoch
-            self._blocked.clear()
-        leaf = None
-        if self._dem[0]:
-            # Algorithm 2: W is what was released; else, every free resource.
-            for w in (self._released, state.free_total.tolist()):
-                leaf = self._serve(support(w, self._floor))
-                if leaf is not None:
-                    break
+        self._stage()
+        self._epoch = self.state.release_epoch  # room was released: blocked stamps renew
+        # Algorithm 2: W is what was released; else, every free resource.
+        released = self._released
+        leaf = self._serve(support(released, self._floor) if any(released) else 0)
+        if leaf is None:
+            leaf = self._serve(support(self._free_total(), self._floor))
         if leaf is None:  # the round is over: what was released is allocated
             self._released = [0.0] * self._m
         else:
-            self.stats["decisions"] += 1
+            self._counts["decisions"] += 1
         return leaf
 
     def _serve(self, Y: int) -> int | None:
@@ -294,7 +485,7 @@ class FastHDRF(BasePolicy):
         if not allowed:
             return None
         if self._allowed(self._Y) != allowed:
-            self.stats["probes"] += 1
+            self._counts["probes"] += 1
             if self._find(allowed) is None:  # no need to re-flag for nothing
                 return None
             self._apply(Y)

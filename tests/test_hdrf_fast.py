@@ -12,6 +12,11 @@ server at the same time.  Plus the papers' examples through ``allocate``.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +25,7 @@ from hypothesis import strategies as st
 from hierfair.algorithms import make_policy
 from hierfair.experiment.allocate import allocate
 from hierfair.experiment.spec import load_spec
-from hierfair.sim import Faults, Interruptions, Simulator
+from hierfair.sim import Faults, Interruptions, Simulator, jit
 from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
 
 from .conftest import EXPERIMENTS
@@ -144,3 +149,21 @@ def test_the_papers_examples(spec, churn, expected):
     a = allocate(load_spec(EXPERIMENTS / spec), "hdrf-fast", churn=churn)
     assert {p: a.node(p)["tasks"] for p in expected} == expected
 
+
+
+def test_the_kernels_are_compiled_here():
+    # numba is a dependency: without it hdrf-fast still decides the same (the
+    # next test), only slower -- which nobody would notice without this test
+    assert jit.COMPILED or os.environ.get("HIERFAIR_NO_JIT"), "numba did not load"
+
+
+@pytest.mark.skipif(bool(os.environ.get("HIERFAIR_NO_JIT")), reason="this is that run")
+def test_the_kernels_as_plain_python_decide_the_same():
+    """The same kernels, uncompiled (HIERFAIR_NO_JIT=1: what runs where numba
+    cannot install), pass this module's differential tests; plain Python
+    also checks every array index, which compiled code does not."""
+    env = {**os.environ, "HIERFAIR_NO_JIT": "1", "PYTHONHASHSEED": "0"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           str(Path(__file__)), "-k", "not plain_python"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

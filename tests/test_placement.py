@@ -62,7 +62,7 @@ def test_first_fit_on_many_servers_with_failures(n, seed):
     releases, failures and repairs: always the lowest server with room."""
     rng = np.random.default_rng(seed)
     cap = rng.integers(0, 5, size=(n, 2)).astype(float)
-    index = ServerIndex(cap)
+    index = ServerIndex(cap, mirror=bool(seed % 2))  # the array view kept, or not
     free = cap.copy()
     down: set[int] = set()
     placed: list[tuple[int, tuple[float, ...]]] = []
@@ -89,6 +89,10 @@ def test_first_fit_on_many_servers_with_failures(n, seed):
             ok = [s for s in range(n) if s not in down and (free[s] >= demand).all()]
             chosen = index.choose(demand)
             assert chosen == (ok[0] if ok else None)
+            if index.mirror is not None:  # the same floats as the lists, downed servers -inf
+                live = [s for s in range(n) if s not in down]
+                assert index.mirror[live].tolist() == free[live].tolist()
+                assert (index.mirror[sorted(down)] == -np.inf).all()
             if chosen is not None:
                 need = tuple(demand.tolist())
                 index.allocate(chosen, need)

@@ -84,7 +84,8 @@ class Index(Protocol):
 class ServerIndex:
     """Free resources per server, with fast fit queries and placement."""
 
-    def __init__(self, capacities: np.ndarray, placement: Placement = "first-fit") -> None:
+    def __init__(self, capacities: np.ndarray, placement: Placement = "first-fit",
+                 mirror: bool = False) -> None:
         if placement not in PLACEMENTS:
             raise ValueError(f"unknown placement {placement!r}; choose one of {PLACEMENTS}")
         self.placement = placement
@@ -106,7 +107,10 @@ class ServerIndex:
         self._upper = self._levels[1:]
         # demand bytes -> [need with tolerance, chosen server or None], updated in place
         self._answers: dict[bytes, list] = {}
-        self._matrix = self.capacity.copy() if not self._first else None  # best-fit's view
+        #: Free resources per server as one array, (servers, resources), the
+        #: same floats as the lists: best-fit's view, and kept on request
+        #: (``mirror``) for compiled code that tests fits itself (hdrf-fast).
+        self.mirror = self.capacity.copy() if mirror or not self._first else None
         self.release_epoch = 0
 
     # -- queries -------------------------------------------------------------
@@ -118,6 +122,10 @@ class ServerIndex:
     @property
     def free_total(self) -> np.ndarray:
         return np.array(self._free_total)
+
+    def free_total_row(self) -> list[float]:
+        """``free_total`` as the plain floats kept (read it, never modify it)."""
+        return self._free_total
 
     @property
     def saturated(self) -> np.ndarray:
@@ -165,8 +173,8 @@ class ServerIndex:
             if n:
                 total[r] -= n
                 new = free[r][server] = free[r][server] - n
-                if self._matrix is not None:
-                    self._matrix[server, r] = new
+                if self.mirror is not None:
+                    self.mirror[server, r] = new
         self._shrunk(server)  # the blocks' bounds stay bounds: see _scan
 
     def release(self, server: int, need: tuple[float, ...]) -> None:
@@ -178,8 +186,9 @@ class ServerIndex:
             total[r] += n
             below = free[r]
             new = below[server] = below[server] + n
-            if self._matrix is not None:
-                self._matrix[server, r] = new
+            if self.mirror is not None:
+                self.mirror[server, r] = new
+            if not self._first:
                 continue
             i = server
             for level in upper:  # up while the block's maximum rises
@@ -209,8 +218,9 @@ class ServerIndex:
         """Set one free amount and carry it up the blocks' maxima."""
         below = self._free[r]
         below[server] = new
-        if self._matrix is not None:
-            self._matrix[server, r] = new
+        if self.mirror is not None:
+            self.mirror[server, r] = new
+        if not self._first:
             return
         i = server
         for level in self._upper:  # up while the block's maximum changes
@@ -292,7 +302,7 @@ class ServerIndex:
         return None
 
     def _best_fit(self, demand: np.ndarray) -> int | None:
-        free = self._matrix
+        free = self.mirror
         assert free is not None
         ok = np.all(free >= demand - TOLERANCE, axis=1)
         if not ok.any():

@@ -71,7 +71,8 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
     job_df["wait"] = job_df["first_start"] - job_df["submit"]
     job_df["completion"] = job_df["finish"] - job_df["submit"]
     alloc = rec.allocations.to_frame()
-    alloc.insert(1, "path", _names(paths, alloc.pop("node").to_numpy(), "str") if len(alloc) else [])
+    nodes = alloc.pop("node").to_numpy()
+    alloc.insert(1, "path", _names(paths, nodes, "str") if len(alloc) else [])
     attempts["outcome"] = pd.Categorical.from_codes(attempts["outcome"], OUTCOMES)
     preempt = rec.preemptions.to_frame()
     for col in ("victim", "beneficiary"):
@@ -104,5 +105,5 @@ def _names(paths: np.ndarray, nodes: np.ndarray, dtype: str) -> pd.api.extension
     conversion of Python strings would cost more than the simulation's steps."""
     names = pa.array(paths.tolist(), type=pa.large_string())
     missing = nodes < 0
-    taken = names.take(pa.array(np.where(missing, 0, nodes), mask=missing if missing.any() else None))
-    return pd.array(taken, dtype=dtype)
+    index = pa.array(np.where(missing, 0, nodes), mask=missing if missing.any() else None)
+    return pd.array(names.take(index), dtype=dtype)
