@@ -61,19 +61,32 @@ class SlotIndex:
         self._penalty = penalty  # per resource, 0 where over-commit costs nothing
         self.release_epoch = 0
         self._held: dict[int, int] = {}  # free slots of servers that are down
+        # The answer depends only on which resources a demand asks for: the
+        # server kinds that have them.  A walk asks for every leaf's demand,
+        # so answers are kept per demand until a slot is taken or freed.
+        self._usable: dict[bytes, list[tuple[bool, ...]]] = {}  # demand -> kinds with it
+        self._answers: dict[bytes, int | None] = {}
 
     def _first_open(self, demand: np.ndarray) -> int | None:
         """The lowest-numbered server with a free slot and every resource
         ``demand`` asks for."""
+        key = demand.tobytes()
+        answer = self._answers.get(key, -1)
+        if answer != -1:
+            return answer
+        kinds = self._usable.get(key)
+        if kinds is None:
+            needs = demand > 0
+            kinds = self._usable[key] = [kind for kind in self._open
+                                         if all(k for k, n in zip(kind, needs) if n)]
         best = None
-        needs = demand > 0
-        for kind, heap in self._open.items():
-            if not all(k for k, n in zip(kind, needs) if n):
-                continue
+        for kind in kinds:
+            heap = self._open[kind]
             while heap and self.slots[heap[0]] == 0:
                 heapq.heappop(heap)
             if heap and (best is None or heap[0] < best):
                 best = heap[0]
+        self._answers[key] = best
         return best
 
     def _reopen(self, server: int) -> None:
@@ -93,11 +106,13 @@ class SlotIndex:
         return self.capacity[server] - self.committed[server]
 
     def allocate(self, server: int, demand: tuple[float, ...]) -> None:
+        self._answers.clear()
         self.slots[server] -= 1
         self.committed[server] += demand
         self.free_total -= demand
 
     def release(self, server: int, demand: tuple[float, ...]) -> None:
+        self._answers.clear()
         if self.slots[server] == 0:
             self._reopen(server)
         self.slots[server] += 1
@@ -106,11 +121,13 @@ class SlotIndex:
         self.release_epoch += 1
 
     def set_down(self, server: int) -> None:
+        self._answers.clear()
         self._held[server] = self.slots[server]
         self.slots[server] = 0
         self.free_total -= self.capacity[server] - self.committed[server]
 
     def set_up(self, server: int) -> None:
+        self._answers.clear()
         if self.slots[server] == 0 and self._held.get(server, 0) > 0:
             self._reopen(server)
         self.slots[server] = self._held.pop(server, self.slots[server])
