@@ -65,8 +65,12 @@ class TreeView:
         """Per node: does any leaf of its subtree have the flag?  (Rows may be
         vectors of flags, e.g. one per resource.)"""
         out = leaf_flags.copy()
+        parent = self.parent
         for nodes in self.levels:
-            np.logical_or.at(out, self.parent[nodes], out[nodes])
+            if out.ndim == 1:  # setting True is idempotent: no ufunc.at needed
+                out[parent[nodes[out[nodes]]]] = True
+            else:
+                np.logical_or.at(out, parent[nodes], out[nodes])
         return out
 
 
@@ -85,6 +89,7 @@ class TreeWalkPolicy(BasePolicy):
         self.inv_total = inverse_totals(total)
         m = len(total)
         self._demand = np.zeros((self.tree.n, m))
+        self._leaves = self.tree.leaves.tolist()
 
     # -- what the scores may use ---------------------------------------------
     def leaf_status(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -96,12 +101,13 @@ class TreeWalkPolicy(BasePolicy):
         fits = np.zeros(tree.n, dtype=bool)
         demand = self._demand
         demand[:] = 0.0
-        for leaf in tree.leaves.tolist():
-            d = state.next_demand(leaf)
+        next_demand, fit = state.next_demand, state.fits
+        for leaf in self._leaves:
+            d = next_demand(leaf)
             if d is not None:
                 demanding[leaf] = True
                 demand[leaf] = d
-                fits[leaf] = state.fits(d)
+                fits[leaf] = fit(d)
         return demanding, fits, demand
 
     def scores(self, demanding: np.ndarray, fits: np.ndarray,
