@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hierfair.sim.placement import ServerIndex
+from hierfair.sim.placement import ServerIndex, first_room
 
 caps = st.integers(1, 40).flatmap(
     lambda n: st.lists(st.lists(st.integers(0, 6), min_size=3, max_size=3),
@@ -98,3 +98,19 @@ def test_first_fit_on_many_servers_with_failures(n, seed):
                 index.allocate(chosen, need)
                 free[chosen] -= demand
                 placed.append((chosen, need))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 5).flatmap(lambda m: st.tuples(
+    st.lists(st.lists(st.integers(0, 3).map(float), min_size=m, max_size=m), min_size=1,
+             max_size=20),
+    st.lists(st.integers(0, 3).map(float), min_size=m, max_size=m))),
+    st.integers(0, 25), st.integers(0, 25))
+def test_first_room_is_the_first_server_with_room(case, start, stop):
+    """The written-out scans (two, three resources) and the general one."""
+    rows, need = case
+    cols = [list(col) for col in zip(*rows)]
+    stop = min(stop, len(rows))
+    expected = next((i for i in range(start, stop)
+                     if all(r >= n for r, n in zip(rows[i], need))), -1)
+    assert first_room(cols, need, start, stop) == expected

@@ -52,6 +52,33 @@ _DOWN = -float("inf")
 BRANCH = 16
 
 
+def first_room(cols: list[list[float]], need: list[float], start: int, stop: int) -> int:
+    """The first ``i`` in ``start..stop-1`` with ``cols[r][i] >= need[r]`` for
+    every resource r, or -1: the scan at the bottom of every search, written
+    out for up to three resources (a zip per server costs more than the test)."""
+    m = len(cols)
+    if m == 2:
+        a, b = cols
+        x, y = need
+        for i in range(start, stop):
+            if a[i] >= x and b[i] >= y:
+                return i
+    elif m == 3:
+        a, b, c = cols
+        x, y, z = need
+        for i in range(start, stop):
+            if a[i] >= x and b[i] >= y and c[i] >= z:
+                return i
+    else:
+        for i in range(start, stop):
+            for col, n in zip(cols, need):
+                if col[i] < n:
+                    break
+            else:
+                return i
+    return -1
+
+
 class Index(Protocol):
     """What the simulator needs from a placement index."""
 
@@ -283,22 +310,20 @@ class ServerIndex:
     def _scan(self, k: int, start: int, stop: int, need: list[float]) -> int | None:
         """The lowest server under blocks ``start..stop-1`` of level ``k`` with room."""
         cols = self._levels[k]
-        for i in range(start, stop):
-            for col, n in zip(cols, need):
-                if col[i] < n:
-                    break
-            else:
-                if not k:
-                    return i
-                lo = i * BRANCH
-                hi = min(lo + BRANCH, len(self._levels[k - 1][0]))
-                found = self._scan(k - 1, lo, hi, need)
-                if found is not None:
-                    return found
-                # In vain: allocations left this block's bounds loose; tighten
-                # them from the (tighter) bounds of the level below.
-                for col, below in zip(cols, self._levels[k - 1]):
-                    col[i] = max(below[lo:hi])
+        i = start
+        while (i := first_room(cols, need, i, stop)) >= 0:
+            if not k:
+                return i
+            lo = i * BRANCH
+            hi = min(lo + BRANCH, len(self._levels[k - 1][0]))
+            found = self._scan(k - 1, lo, hi, need)
+            if found is not None:
+                return found
+            # In vain: allocations left this block's bounds loose; tighten
+            # them from the (tighter) bounds of the level below.
+            for col, below in zip(cols, self._levels[k - 1]):
+                col[i] = max(below[lo:hi])
+            i += 1
         return None
 
     def _best_fit(self, demand: np.ndarray) -> int | None:
