@@ -172,3 +172,29 @@ def test_churn_finishes_earliest_started_tasks_first():
     assert (a.node("A")["tasks"], a.node("B")["tasks"]) == (3, 2)
     b = allocate(exp, "drf", churn=2)  # then B's first ends; B (1/3) takes it back
     assert (b.node("A")["tasks"], b.node("B")["tasks"]) == (3, 2)
+
+
+def test_stop_at_stops_the_run_with_work_left(tmp_path):
+    """H-DRF §5.3.2 stops its simulation at one week: ``stop_at`` runs no
+    event after it; metrics cover [0, stop_at]; what has not finished stays
+    unfinished (and is left out of completion times)."""
+    spec = {"name": "stop", "cluster": {"resources": ["cpu"],
+                                        "servers": [{"capacity": {"cpu": 2}}]},
+            "hierarchy": {"a": {}, "b": {}},
+            "workload": {"jobs": [{"queue": "a", "tasks": 10, "demand": {"cpu": 1},
+                                   "duration": 10},
+                                  {"queue": "b", "tasks": 10, "demand": {"cpu": 1},
+                                   "duration": 10, "submit": 30}]},
+            "algorithms": ["drf"], "stop_at": 25}
+    row = run_experiment(build_experiment(spec), tmp_path).iloc[0]
+    # two tasks at a time: 4 finished at 10 and 20, two running at 25, b not arrived
+    assert (row["makespan"], row["stopped_at"], row["tasks_unfinished"]) == (20.0, 25.0, 16)
+    assert row["util_cpu"] == 1.0 and np.isnan(row["completion_mean"])
+    jobs = pd.read_parquet(tmp_path / "stop" / "jobs.parquet")
+    assert jobs["finish"].isna().all() and np.isnan(jobs["submit"].iloc[1])
+    tasks = pd.read_parquet(tmp_path / "stop" / "tasks.parquet")
+    assert tasks["state"].value_counts().to_dict() == {"waiting": 10, "pending": 4,
+                                                        "finished": 4, "running": 2}
+    # without stop_at it runs to the end
+    done = run_experiment(build_experiment({**spec, "stop_at": None}), tmp_path / "all").iloc[0]
+    assert np.isnan(done["stopped_at"]) and done["tasks_unfinished"] == 0

@@ -51,10 +51,13 @@ def summarize(result: SimulationResult, mice_max_tasks: int = MICE_MAX_TASKS,
               hogs_min_tasks: int = HOGS_MIN_TASKS) -> dict[str, float | int]:
     """The metrics of one run, as a flat mapping (one row of runs.parquet)."""
     out: dict[str, float | int] = {"makespan": result.makespan}
+    # utilisation over the run: to the last finish, or to where it was stopped
+    stopped = result.stopped_at
+    out["stopped_at"] = float("nan") if stopped is None else stopped
     util = result.utilization
     for r in result.resources:
         out[f"util_{r}"] = time_average(util["time"].to_numpy(), util[r].to_numpy(),
-                                        result.makespan)
+                                        result.makespan if stopped is None else stopped)
     jobs = result.jobs
     out["jobs"] = len(jobs)
     out["tasks"] = len(result.tasks)

@@ -33,7 +33,7 @@ __all__ = ["DETAIL_TABLES", "run_experiment", "simulate"]
 
 def simulate(exp: Experiment, algo: AlgorithmSpec, seed: int) -> SimulationResult:
     """One run: a fresh policy on a fresh simulator."""
-    return exp.simulator(make_policy(algo.name, algo.params), seed).run()
+    return exp.simulator(make_policy(algo.name, algo.params), seed).run(until=exp.spec.stop_at)
 
 
 def run_experiment(exp: Experiment, out: Path,

@@ -143,6 +143,10 @@ class Spec(Strict):
     workload: dict[str, Any]
     algorithms: list[AlgorithmSpec] = Field(min_length=1)
     seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1)
+    #: Simulated seconds after which a run stops (H-DRF §5.3.2 stops at
+    #: 604,800 s, one week): later events are not run, and what has not
+    #: finished by then stays unfinished.  None: run until everything finishes.
+    stop_at: PositiveTime | None = None
     #: Field path (``hierarchy.levels``, ``algorithms[0].params.p``) -> values;
     #: the sweep runs their cartesian product (hierfair.experiment.sweep).
     grid: dict[str, list[Any]] = Field(default_factory=dict)

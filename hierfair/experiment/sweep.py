@@ -295,7 +295,7 @@ def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
         deadline = time.monotonic() + timeout if timeout else None
         sim = exp.simulator(make_policy(run.algorithm["name"], run.algorithm.get("params")),
                             run.seed, deadline=deadline)
-        result = sim.run()
+        result = sim.run(until=exp.spec.stop_at)
         row.update(summarize(result, **exp.spec.metrics.model_dump()))
         row["workload_source"] = result.workload_source
         workload = exp.workload(run.seed)

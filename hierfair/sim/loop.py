@@ -91,6 +91,7 @@ class Simulator(PolicyView):
         self._manual = False
         self._deadline = deadline  # a time.monotonic() value
         self._ticks = 0
+        self._stopped_at: float | None = None  # run(until=) stopped with work left
         # What policies call per decision, bound straight to the data it reads.
         self.pending = self._ledger.pending.__getitem__  # type: ignore[method-assign]
         self.alloc_row = self._usage.rows.__getitem__  # type: ignore[method-assign]
@@ -121,6 +122,7 @@ class Simulator(PolicyView):
                     heapq.heappush(events, (now, ARRIVAL, arrivals[a][1], 0))
                     a += 1
             if until is not None and now > until:
+                self._stopped_at = until
                 break
             self._now = now
             while events and events[0][0] == now:
@@ -355,4 +357,4 @@ class Simulator(PolicyView):
 
     def result(self) -> SimulationResult:
         return tables(self._ledger, self._rec, self.hierarchy, self.cluster.resources,
-                      self.workload.source, self._wasted)
+                      self.workload.source, self._wasted, self._stopped_at)

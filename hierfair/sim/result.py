@@ -28,10 +28,12 @@ class SimulationResult:
     makespan: float
     workload_source: str
     wasted_work: float = 0.0  # task-seconds lost to preemptions, kills, failures
+    #: the simulated time the run was stopped at with work left (``run(until=)``), else None
+    stopped_at: float | None = None
 
 
 def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple[str, ...],
-           source: str, wasted: float) -> SimulationResult:
+           source: str, wasted: float, stopped_at: float | None = None) -> SimulationResult:
     paths = np.array([shown(p) for p in hierarchy.paths], dtype=object)
     jobs = ledger.jobs
     task_job = ledger.column("task_job")
@@ -90,6 +92,7 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
         makespan=float(done.max()) if done.size else 0.0,
         workload_source=source,
         wasted_work=wasted,
+        stopped_at=stopped_at,
     )
 
 
