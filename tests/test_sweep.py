@@ -209,3 +209,31 @@ def test_the_code_version_hashes_every_loaded_hierfair_module():
               if name.startswith("hierfair") and getattr(m, "__file__", None)}
     assert loaded <= hashed
     assert any(p.parent.name == "sim" for p in hashed)
+
+
+def test_a_spec_keeps_only_the_tables_it_names(tmp_path, capsys):
+    """``tables:`` for long runs: only those are written (allocations are not
+    even recorded), the metrics are the same, a cached run with more tables
+    is reused, and a claim that reads a table left out is refused up front."""
+    small = {**copy.deepcopy(SWEEP), "grid": {}, "seeds": [0]}
+    full = sweep(small, tmp_path / "a")
+    kept = sweep({**small, "tables": ["jobs", "utilization"]}, tmp_path / "b")
+    assert metrics(kept).drop(columns=["run"]).equals(metrics(full).drop(columns=["run"]))
+    folder = tmp_path / "b" / small["name"]
+    assert sorted(p.name for p in folder.glob("*.parquet")) == [
+        "jobs.parquet", "runs.parquet", "utilization.parquet"]
+    for run in kept["run"]:
+        assert sorted(p.name for p in (folder / "runs" / run).glob("*.parquet")) == [
+            "jobs.parquet", "utilization.parquet"]
+    # the full folder's runs are reused with fewer tables; the extra ones go
+    again = sweep({**small, "tables": ["jobs"]}, tmp_path / "a")
+    assert (again["started_at"] == full["started_at"]).all()
+    assert not (tmp_path / "a" / small["name"] / "allocations.parquet").exists()
+    over_run = {"claim": "a share over time", "source": "test",
+                "checks": [{"algorithm": small["algorithms"][0] if isinstance(
+                    small["algorithms"][0], str) else small["algorithms"][0]["name"],
+                    "node": "(root)", "over": "run", "above": 0}]}
+    with pytest.raises(SpecError, match=r"claims\[0\].checks\[0\] reads allocations.parquet"):
+        plan({**small, "tables": ["jobs"], "claims": [over_run]})
+    hierfair.report(tmp_path / "b")  # figures drawn from what is there
+    assert (tmp_path / "b" / "index.html").exists()

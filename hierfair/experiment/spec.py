@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
-from pydantic import Field, PositiveInt, ValidationError, field_validator
+from pydantic import Field, PositiveInt, ValidationError, field_validator, model_validator
 
 from hierfair.algorithms import ALGORITHMS, make_policy
 from hierfair.datasets import (
@@ -135,6 +135,13 @@ class MetricsSpec(Strict):
     hogs_min_tasks: int = Field(500, ge=1)
 
 
+#: The detail tables a run can write besides its runs.parquet row (docs/results.md).
+DETAIL_TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
+                 "preemptions")
+TableName = Literal["jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
+                    "preemptions"]
+
+
 class Spec(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
@@ -147,6 +154,10 @@ class Spec(Strict):
     #: 604,800 s, one week): later events are not run, and what has not
     #: finished by then stays unfinished.  None: run until everything finishes.
     stop_at: PositiveTime | None = None
+    #: The detail tables each run keeps (default: all).  A long run may keep
+    #: fewer: ``allocations`` alone has ~5 rows per task, and is not even
+    #: recorded when left out.
+    tables: list[TableName] = Field(default_factory=lambda: list(DETAIL_TABLES), min_length=1)
     #: Field path (``hierarchy.levels``, ``algorithms[0].params.p``) -> values;
     #: the sweep runs their cartesian product (hierfair.experiment.sweep).
     grid: dict[str, list[Any]] = Field(default_factory=dict)
@@ -165,6 +176,18 @@ class Spec(Strict):
             if not values:
                 raise ValueError(f"grid.{key} needs at least one value")
         return v
+
+    @model_validator(mode="after")
+    def _claims_read_kept_tables(self) -> Spec:
+        for i, claim in enumerate(self.claims):
+            for j, check in enumerate(claim.checks):
+                over_runs = check.node is not None and check.over == "run"
+                need = ("allocations" if over_runs else
+                        "jobs" if check.improvement_over is not None else None)
+                if need is not None and need not in self.tables:
+                    raise ValueError(f"claims[{i}].checks[{j}] reads {need}.parquet, which "
+                                     f"tables leaves out (tables: {self.tables})")
+        return self
 
     @field_validator("algorithms", mode="before")
     @classmethod
@@ -204,7 +227,8 @@ class Experiment:
                          placement=self.placement, deadline=deadline,
                          interruptions=Interruptions(self.spec.preemption.mode,
                                                      self.spec.preemption.overhead),
-                         faults=Faults(outages, f.mtbf, f.repair, f.task_failure, seed))
+                         faults=Faults(outages, f.mtbf, f.repair, f.task_failure, seed),
+                         record_allocations="allocations" in self.spec.tables)
 
     def _server(self, name: int | str, i: int) -> int:
         names = self.cluster.server_names

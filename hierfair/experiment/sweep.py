@@ -62,14 +62,13 @@ from hierfair.experiment.results import (
     write_parquet,
     write_text,
 )
-from hierfair.experiment.spec import AlgorithmSpec, Experiment, build_experiment
+from hierfair.experiment.spec import DETAIL_TABLES, AlgorithmSpec, Experiment, build_experiment
 from hierfair.sim import RunTimeout
 from hierfair.sim.model import Workload
 
-DETAIL_TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
-                 "preemptions")
 # Spec fields that are not part of a run's identity (the run names them itself).
-_NOT_IN_KEY = ("algorithms", "seeds", "grid", "name", "description", "claims", "report")
+_NOT_IN_KEY = ("algorithms", "seeds", "grid", "name", "description", "claims", "report",
+               "tables")
 
 
 @dataclass(frozen=True)
@@ -303,7 +302,7 @@ def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
                    input_fallback=bool(workload.fallback),
                    input_skipped_lines=workload.skipped_lines,
                    offered_load=offered_load(workload, exp.cluster))
-        for table in DETAIL_TABLES:
+        for table in exp.spec.tables:
             write_parquet(getattr(result, table), run_dir / f"{table}.parquet")
     except RunTimeout:
         row.update(status="timeout", error=f"exceeded the {timeout:g} s timeout")
@@ -352,7 +351,7 @@ def cached_row(run: PlannedRun, folder: Path) -> dict[str, Any] | None:
             or row.get("code_version") != code_version()
             or row.get("input_id") != run.input_id):  # the data changed under the run
         return None
-    if not all((path.parent / f"{t}.parquet").exists() for t in DETAIL_TABLES):
+    if not all((path.parent / f"{t}.parquet").exists() for t in run.spec_data["tables"]):
         return None
     return row
 
@@ -433,7 +432,7 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
                 if progress:
                     progress(done, len(runs), row)
     frame = _write_runs(rows, folder)
-    _consolidate(frame, folder)
+    _consolidate(frame, folder, base.spec.tables)
     allocations = folder / "allocations.parquet"
     needs_runs = any(c.over == "run" for claim in base.spec.claims for c in claim.checks)
     try:
@@ -489,12 +488,16 @@ def identity_columns(runs: pd.DataFrame) -> list[str]:
             if c in _TAGS or "." in c or "[" in c or c.startswith(PARAM)]
 
 
-def _consolidate(frame: pd.DataFrame, folder: Path) -> None:
+def _consolidate(frame: pd.DataFrame, folder: Path, tables: Sequence[str]) -> None:
     """Folder-level detail tables: every ok run's rows in plan order, each
-    tagged with its run's identity (so no analysis starts with a merge)."""
+    tagged with its run's identity (so no analysis starts with a merge); a
+    table the spec does not keep (``tables``) is not left from an earlier run."""
     ok = frame[frame["status"] == "ok"]
     tags = identity_columns(frame)
     for table in DETAIL_TABLES:
+        if table not in tables:
+            (folder / f"{table}.parquet").unlink(missing_ok=True)
+            continue
         parts = []
         for row in ok[tags].itertuples(index=False):
             part = pd.read_parquet(folder / "runs" / row.run / f"{table}.parquet")

@@ -60,7 +60,7 @@ class Simulator(PolicyView):
     def __init__(self, cluster: Cluster, hierarchy: Hierarchy, workload: Workload,
                  policy: BasePolicy, placement: Placement = "first-fit",
                  deadline: float | None = None, interruptions: Interruptions | None = None,
-                 faults: Faults | None = None) -> None:
+                 faults: Faults | None = None, record_allocations: bool = True) -> None:
         self.cluster = cluster
         self.hierarchy = hierarchy
         self.workload = workload
@@ -87,6 +87,7 @@ class Simulator(PolicyView):
         self._wasted = 0.0
         self._events: list[Event] = []
         self._dirty: set[int] = set()  # leaves whose allocation changed this step
+        self._record_allocations = record_allocations  # allocations.parquet (~5 rows a task)
         self._overhead_ns = 0  # policy notification time not yet charged to a decision
         self._manual = False
         self._deadline = deadline  # a time.monotonic() value
@@ -341,10 +342,11 @@ class Simulator(PolicyView):
     def _record_step(self) -> None:
         usage = self._usage
         if self._dirty:
-            paths = usage.paths
-            nodes = sorted({node for leaf in self._dirty for node in paths[leaf]})
+            if self._record_allocations:
+                paths = usage.paths
+                nodes = sorted({node for leaf in self._dirty for node in paths[leaf]})
+                self._rec.allocation_rows(self._now, nodes, usage.tasks, usage.rows)
             self._dirty.clear()
-            self._rec.allocation_rows(self._now, nodes, usage.tasks, usage.rows)
         self._rec.utilization_row(self._now, tuple(map(truediv, usage.rows[0], self._scale)))
 
     def server_used(self) -> np.ndarray:
