@@ -33,7 +33,8 @@ from pydantic import Field, NonNegativeFloat, PositiveInt
 from hierfair.errors import SpecError
 from hierfair.experiment.spec_base import Strict
 from hierfair.sim.model import Cluster
-from hierfair.sim.treewalk import TreeWalkPolicy
+from hierfair.sim.policy import BasePolicy, SchedulerState
+from hierfair.sim.treewalk import TreeWalkPolicy, round_score
 
 
 class SlotIndex:
@@ -152,13 +153,14 @@ class SlotParams(Strict):
         default_factory=lambda: dict(DEFAULT_PENALTY))
 
 
-class Slots(TreeWalkPolicy):
-    """H-DRF §5.3's hierarchical slot scheduler with ``k`` slots per server."""
+class _SlotPolicy:
+    """What both slot schedulers share: parameters and the slot index."""
 
     name: ClassVar[str] = "slots-k"
     description: ClassVar[str] = ("hierarchical slot scheduler, k slots per server, equal "
                                   "weighted task counts; memory over-commit thrashes (§5.3)")
     Params: ClassVar[type[Strict]] = SlotParams
+    params: SlotParams
 
     @classmethod
     def check(cls, params: SlotParams, cluster: Cluster) -> None:  # type: ignore[override]
@@ -170,10 +172,94 @@ class Slots(TreeWalkPolicy):
                                 where=f"params.overcommit_penalty.{r}", value=r)
 
     def make_index(self, cluster: Cluster, placement: str) -> SlotIndex:
-        p: SlotParams = self.params  # type: ignore[assignment]
+        p = self.params
         penalty = np.array([p.overcommit_penalty.get(r, 0.0) for r in cluster.resources])
         return SlotIndex(cluster.capacities, p.k, penalty)
+
+
+class SlotsReference(_SlotPolicy, TreeWalkPolicy):  # type: ignore[misc]
+    """H-DRF §5.3's hierarchical slot scheduler with ``k`` slots per server:
+    the reference tree walk, recomputing every node's score per decision."""
 
     def scores(self, demanding: np.ndarray, fits: np.ndarray,
                demand: np.ndarray) -> np.ndarray:
         return self.state.running / self.tree.weights
+
+
+class Slots(_SlotPolicy, BasePolicy):  # type: ignore[misc]
+    """:class:`SlotsReference`'s walk, kept up to date per change instead of
+    recomputed per decision (the same leaf at every decision; tests/test_slots.py).
+
+    A node's score is its running tasks over its weight, rounded as the
+    reference rounds; a start or finish changes one root path.  Whether a
+    leaf's next task fits depends only on which resources it asks for (a slot
+    on a server that has them), so each node counts its demanding leaves by
+    demand support, and a walk asks the index once per support, then steps at
+    every level to the least-scored child with a leaf of a fitting support below.
+    """
+
+    def attach(self, state: SchedulerState) -> None:
+        super().attach(state)
+        h = state.hierarchy
+        n = h.n_nodes
+        self._children = h.children
+        self._w = h.weights.tolist()
+        self._path = [(v, *h.ancestors(v)) for v in range(n)]  # node first, root last
+        self._running = [0] * n  # tasks running in the subtree
+        self._score = [0.0] * n
+        # a leaf's next demand's support (which resources it asks for), None: not demanding
+        self._support: list[bytes | None] = [None] * n
+        self._below: list[dict[bytes, int]] = [{} for _ in range(n)]  # support -> leaves
+        self._sample: dict[bytes, np.ndarray] = {}  # a demand of each support, for fits
+        self._dirty: set[int] = set()
+
+    def leaf_changed(self, leaf: int) -> None:
+        self._dirty.add(leaf)
+
+    def _count(self, leaf: int, delta: int) -> None:
+        running, score, w = self._running, self._score, self._w
+        for v in self._path[leaf]:
+            running[v] += delta
+            score[v] = round_score(running[v] / w[v])
+
+    def on_task_start(self, leaf: int, demand: np.ndarray) -> None:
+        self._count(leaf, 1)
+        self._dirty.add(leaf)
+
+    def on_task_finish(self, leaf: int, demand: np.ndarray) -> None:
+        self._count(leaf, -1)
+        self._dirty.add(leaf)
+
+    def _refresh(self, leaf: int) -> None:
+        d = self.state.next_demand(leaf)
+        sup = None if d is None else (d > 0).tobytes()  # the resources it asks for
+        old = self._support[leaf]
+        if sup == old:
+            return
+        self._support[leaf] = sup
+        if sup is not None:
+            self._sample.setdefault(sup, d)  # type: ignore[arg-type]
+        for v in self._path[leaf]:
+            below = self._below[v]
+            if old is not None:
+                below[old] -= 1
+            if sup is not None:
+                below[sup] = below.get(sup, 0) + 1
+
+    def select(self) -> int | None:
+        for leaf in self._dirty:
+            self._refresh(leaf)
+        self._dirty.clear()
+        fits = self.state.fits
+        ok = [sup for sup, k in self._below[0].items() if k and fits(self._sample[sup])]
+        if not ok:
+            return None
+        below, score, node = self._below, self._score, 0
+        while kids := self._children[node]:
+            best = -1
+            for c in kids:
+                there = below[c]
+                if any(there.get(sup) for sup in ok) and (best < 0 or score[c] < score[best]):
+                    best = c
+            node = best
+        return node

@@ -78,3 +78,49 @@ def test_hdrf_packs_better_than_any_slot_count(tmp_path):
     assert max(slots, key=slots.get) == "slots-6"
     done = dict(zip(runs["label"], runs["completion_mean"]))
     assert done["hdrf"] < min(v for k, v in done.items() if k.startswith("slots-"))
+
+
+# -- the incremental walk against the reference --------------------------------
+import numpy as np  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from hierfair.algorithms.slots import SlotParams, Slots, SlotsReference  # noqa: E402
+from hierfair.sim import Faults, Simulator  # noqa: E402
+
+from .test_flatten_incremental import binary_instance, instances  # noqa: E402
+
+
+def same_schedule(inst, k: int, faults: Faults | None = None) -> None:
+    """Same leaf at every decision, every task on the same server at the same
+    start, under ``k`` slots per server."""
+    out = []
+    for cls in (SlotsReference, Slots):
+        result = Simulator(*inst, cls(SlotParams(k=k)), faults=faults).run()
+        out.append((result.decisions["leaf"].tolist(),
+                    result.attempts[["task", "server", "start"]].to_numpy().tolist()))
+    assert out[0][0] == out[1][0], "another leaf than the reference walk"
+    assert out[0][1] == out[1][1], "a task elsewhere or at another time"
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(), k=st.integers(1, 6), gpu_less=st.booleans(),
+       outages=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 8),
+                                  st.sampled_from([None, 2.0, 6.0])), max_size=2),
+       task_failure=st.sampled_from([0.0, 0.3]))
+def test_the_incremental_walk_decides_like_the_reference(inst, k, gpu_less, outages,
+                                                        task_failure):
+    cluster, h, workload = inst
+    caps = cluster.capacities.copy()
+    if gpu_less and caps.shape[1] == 3 and len(caps) > 1:
+        caps[1:, 2] = 0.0  # servers without the third resource: fewer kinds with a slot
+        cluster = type(cluster)(cluster.resources, caps)
+    faults = Faults(outages=tuple((s % len(caps), float(t), r) for s, t, r in outages),
+                    task_failure=task_failure, seed=1)
+    same_schedule((cluster, h, workload), k, faults)
+
+
+def test_the_incremental_walk_on_a_six_level_tree():
+    for k in (2, 5):
+        same_schedule(binary_instance(6, seed=3), k)
