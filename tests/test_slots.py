@@ -81,7 +81,6 @@ def test_hdrf_packs_better_than_any_slot_count(tmp_path):
 
 
 # -- the incremental walk against the reference --------------------------------
-import numpy as np  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
