@@ -18,10 +18,9 @@ import time
 from pathlib import Path
 
 from hierfair.experiment.runner import simulate
-from hierfair.experiment.spec import load_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput import ROOT, algorithm  # noqa: E402 - a sibling script
+from throughput import ROOT, algorithm, load  # noqa: E402 - a sibling script
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="a label of the spec or an algorithm name (default hdrf)")
     ap.add_argument("--top", type=int, default=25, help="functions to list (default 25)")
     args = ap.parse_args(argv)
-    exp = load_spec(args.spec)
+    exp = load(args.spec)
     algo = algorithm(exp, args.algorithm)
     seed = exp.spec.seeds[0]
     exp.workload(seed)  # build (and parse) outside the profile

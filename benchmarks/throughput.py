@@ -16,15 +16,28 @@ docs/performance.md records what it printed before and after each change.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
 from pathlib import Path
 
+from hierfair.errors import SpecError
 from hierfair.experiment.runner import simulate
 from hierfair.experiment.spec import AlgorithmSpec, Experiment, load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def load(path: str) -> Experiment:
+    """The spec with its traces from ``$HIERFAIR_DATA`` or ``../shared/traces``
+    beside the checkout (as make sets it); a bad spec or a missing trace
+    exits with its one-line message."""
+    data = os.environ.get("HIERFAIR_DATA", str(ROOT.parent / "shared" / "traces"))
+    try:
+        return load_spec(path, data_dir=data)
+    except SpecError as exc:
+        sys.exit(f"{Path(sys.argv[0]).name}: {exc}")
 
 
 def algorithm(exp: Experiment, name: str) -> AlgorithmSpec:
@@ -38,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--algorithm", action="append",
                     help="a label of the spec or an algorithm name (repeatable; default drf)")
     args = ap.parse_args(argv)
-    exp = load_spec(args.spec)
+    exp = load(args.spec)
     seed = exp.spec.seeds[0]
     exp.workload(seed)  # build (and parse) outside the timing
     for name in args.algorithm or ["drf"]:
