@@ -325,7 +325,7 @@ class FastHDRF(BasePolicy):
         self._F = F = np.zeros((5 + 3 * m, width))
         F[W, :n] = h.weights
         F[4 + 3 * m, :m] = inverse_totals(total)
-        self._I = Z = np.zeros((BLOCKED + SLOTS, width), dtype=np.int64)
+        self._Z = Z = np.zeros((BLOCKED + SLOTS, width), dtype=np.int64)
         Z[PARENT, :n] = h.parent
         kids = [c for v in range(n) for c in h.children[v]]
         Z[KIDS, :len(kids)] = kids
@@ -335,14 +335,12 @@ class FastHDRF(BasePolicy):
         self._floor = (TIE * total).tolist()  # a resource is in Y above this
         self._zeros = [0.0] * m  # a demand's support: its positive resources
         self._none = np.zeros(m)  # the demand row of a leaf that demands nothing
-        self._full = (1 << m) - 1
-        self._demand: list[np.ndarray | None] = [None] * n  # leaves' next demand
         self._support = [-1] * n  # leaves' demand support, -1 not demanding
         self._support_of: dict[bytes, int] = {}  # demand bytes -> support
         self._bits: dict[int, int] = {}  # support -> its bit in MASK
         self._groups: dict[int, set[int]] = {}  # support -> demanding leaves
         self._allowed_by_Y: dict[int, int] = {}  # cache of _allowed, until groups change
-        self._Y = self._full  # the Y the stored flags were computed for
+        self._Y = (1 << m) - 1  # the Y the stored flags were computed for (all)
         self._released = [0.0] * m  # Algorithm 2's W under churn
         self._dirty: set[int] = set()
         self._epoch = state.release_epoch
@@ -365,8 +363,8 @@ class FastHDRF(BasePolicy):
     def stats(self) -> dict[str, int]:
         """Decisions, nodes recomputed, leaves re-flagged for a new Y, probes,
         and subtrees whose smallest demand the walk tried."""
-        return {**self._counts, "recomputed": int(self._I[META, N_RECOMPUTED]),
-                "checks": int(self._I[META, CHECKS])}
+        return {**self._counts, "recomputed": int(self._Z[META, N_RECOMPUTED]),
+                "checks": int(self._Z[META, CHECKS])}
 
     # -- notifications -----------------------------------------------------------
     def leaf_changed(self, leaf: int) -> None:
@@ -388,7 +386,6 @@ class FastHDRF(BasePolicy):
             sup = self._support_of.get(key, -1)
             if sup < 0:
                 sup = self._support_of[key] = support(d.tolist(), self._zeros)
-        self._demand[leaf] = d
         if sup != old:
             self._allowed_by_Y.clear()
             if old >= 0:
@@ -397,10 +394,10 @@ class FastHDRF(BasePolicy):
                 self._groups.setdefault(sup, set()).add(leaf)
             self._support[leaf] = sup
         if sup < 0:
-            set_leaf(self._F, self._I, leaf, tuple(self.state.alloc_row(leaf)), self._none,
+            set_leaf(self._F, self._Z, leaf, tuple(self.state.alloc_row(leaf)), self._none,
                      False, False, 0)
         else:
-            set_leaf(self._F, self._I, leaf, tuple(self.state.alloc_row(leaf)), d, True,
+            set_leaf(self._F, self._Z, leaf, tuple(self.state.alloc_row(leaf)), d, True,
                      not sup & ~self._Y, self._bits.get(sup) or self._bit(sup))
 
     def _bit(self, sup: int) -> int:
@@ -462,7 +459,7 @@ class FastHDRF(BasePolicy):
         """The first leaf, in the walk's (score, pre-order) order, whose support
         is allowed and whose next task fits."""
         slot, stamp = self._slot(allowed)
-        leaf = walk(self._F, self._I, self._free, allowed, slot, stamp)
+        leaf = walk(self._F, self._Z, self._free, allowed, slot, stamp)
         return None if leaf < 0 else leaf
 
     def select(self) -> int | None:
