@@ -170,6 +170,7 @@ def claim_row(spec: str, v: dict) -> dict:
     measured = "; ".join(f"{c['algorithm']} {measured_text(c)}" for c in v["checks"])
     return {"spec": spec, "claim": v["claim"], "source": v["source"],
             "kind": f"proxy: {v['proxy']}" if v.get("proxy") else "faithful",
+            "proxy": v.get("proxy") or "",
             "published": v.get("published") or "—", "measured": measured,
             "verdict": verdict_word(v), "css": _css(v)}
 
