@@ -11,10 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import hierfair
 from hierfair.algorithms import make_policy
 from hierfair.experiment.results import summarize
 from hierfair.experiment.runner import run_experiment
 from hierfair.experiment.spec import build_experiment, load_spec, read_yaml
+from hierfair.sim import Livelock
+from hierfair.sim.policy import BasePolicy
 
 from .conftest import EXPERIMENTS
 from .test_simulator import random_spec
@@ -152,3 +155,45 @@ def test_mtbf_failures_are_seeded_and_conserve_tasks():
     assert (runs[0].attempts["outcome"] == "killed").sum() > 0
     pd.testing.assert_frame_equal(runs[0].attempts, runs[1].attempts)
     assert not runs[0].attempts.equals(runs[2].attempts)
+
+
+class _PingPong(BasePolicy):
+    """Preempts whatever runs, every step, for another demanding leaf: work
+    never completes.  (PDRF can do this by its own rule; docs/algorithms.md.)"""
+
+    name = "ping-pong"
+
+    def select(self):
+        state = self.state
+        return next((leaf for leaf in state.hierarchy.leaves
+                     if state.pending(leaf) and state.fits(state.next_demand(leaf))), None)
+
+    def preemptions(self):
+        state = self.state
+        for task in state.running_tasks():
+            _, leaf, _, _, start = state.task_info(task)
+            other = next((v for v in state.hierarchy.leaves if v != leaf and state.pending(v)),
+                         None)
+            if start < state.now and other is not None:
+                return [(task, other)]
+        return []
+
+
+def test_a_livelock_fails_the_run_with_a_clear_reason_instead_of_hanging(tmp_path):
+    # one CPU; a job arrives every second (each arrival is a step at which the
+    # policy swaps the running task out): every task is stopped every 2 s
+    jobs = [{"queue": "a" if k % 2 else "b", "tasks": 1, "demand": {"cpu": 1},
+             "duration": 100, "submit": k} for k in range(3000)]
+    exp = build_experiment({"name": "ping", "cluster": {"resources": ["cpu"],
+                                                        "servers": [{"capacity": {"cpu": 1}}]},
+                            "hierarchy": {"a": {}, "b": {}}, "workload": {"jobs": jobs},
+                            "algorithms": ["drf"]})
+    with pytest.raises(Livelock, match=r"task 0 \(job 0, leaf b\) was stopped 1000 times"):
+        exp.simulator(_PingPong(), 0).run()
+    # through a sweep: a failed run with that reason, the sweep goes on
+    spec = {**exp.spec.model_dump(mode="json"),
+            "algorithms": [{"name": "tests.test_preemption:_PingPong"}, "drf"]}
+    runs = hierfair.run(spec, out=tmp_path, jobs=1).set_index("label")
+    assert runs.loc["_PingPong", "status"] == "failed"
+    assert "livelock" in runs.loc["_PingPong", "error"]
+    assert runs.loc["drf", "status"] == "ok"

@@ -63,7 +63,7 @@ from hierfair.experiment.results import (
     write_text,
 )
 from hierfair.experiment.spec import DETAIL_TABLES, AlgorithmSpec, Experiment, build_experiment
-from hierfair.sim import RunTimeout
+from hierfair.sim import Livelock, RunTimeout
 from hierfair.sim.model import Workload
 
 # Spec fields that are not part of a run's identity (the run names them itself).
@@ -306,6 +306,8 @@ def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
             write_parquet(getattr(result, table), run_dir / f"{table}.parquet")
     except RunTimeout:
         row.update(status="timeout", error=f"exceeded the {timeout:g} s timeout")
+    except Livelock as exc:
+        row.update(status="failed", error=str(exc))
     except HierfairError as exc:
         row.update(status="failed", error=str(exc))
     except Exception as exc:  # a bug in a policy must not sink the sweep

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from hierfair.sim.events import Faults
 from hierfair.sim.ledger import TaskState
-from hierfair.sim.loop import Interruptions, RunTimeout, Simulator
+from hierfair.sim.loop import Interruptions, Livelock, RunTimeout, Simulator
 from hierfair.sim.recording import OUTCOMES
 from hierfair.sim.result import SimulationResult
 
-__all__ = ["OUTCOMES", "Faults", "Interruptions", "RunTimeout", "SimulationResult",
-           "Simulator", "TaskState"]
+__all__ = ["OUTCOMES", "Faults", "Interruptions", "Livelock", "RunTimeout",
+           "SimulationResult", "Simulator", "TaskState"]

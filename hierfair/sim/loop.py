@@ -33,7 +33,7 @@ import numpy as np
 from hierfair.errors import PolicyError
 from hierfair.sim.events import ARRIVAL, DOWN, FINISH, TASK_FAIL, UP, Event, Faults
 from hierfair.sim.ledger import FINISHED, PENDING, RUNNING, Ledger
-from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
+from hierfair.sim.model import Cluster, Hierarchy, Job, Workload, shown
 from hierfair.sim.placement import Index, Placement, ServerIndex
 from hierfair.sim.policy import BasePolicy
 from hierfair.sim.recording import OUTCOMES, Recorder
@@ -44,6 +44,17 @@ from hierfair.sim.view import PolicyView
 
 class RunTimeout(Exception):
     """The run passed its wall-clock deadline (``Simulator(deadline=...)``)."""
+
+
+class Livelock(RuntimeError):
+    """A task was stopped :data:`MAX_ATTEMPTS` times without finishing: the
+    run would never end (a policy that preempts faster than work completes,
+    e.g. PDRF with a small threshold; docs/algorithms.md, "pdrf")."""
+
+
+#: Attempts of one task after which a run is declared livelocked.  Outages
+#: and failures stop a task a few times; a thousand is a loop.
+MAX_ATTEMPTS = 1000
 
 
 @dataclass(frozen=True)
@@ -253,6 +264,11 @@ class Simulator(PolicyView):
         self._rec.cut_short(led.seq[task], task, led.server[task], led.start[task], now,
                             OUTCOMES.index(outcome))
         led.requeue(task, job_id, left)
+        if led.attempt[task] >= MAX_ATTEMPTS:
+            raise Livelock(f"livelock: task {task} (job {job_id}, leaf "
+                           f"{shown(self.hierarchy.paths[led.job_leaf[job_id]])}) was stopped "
+                           f"{MAX_ATTEMPTS} times without finishing, the last at simulated "
+                           f"time {now:g} ({outcome}); the run would never end")
         job = self._jobs[job_id]
         if outcome == "preempted":
             led.job_preempted[job_id] += 1
