@@ -8,7 +8,7 @@ from time import monotonic
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import hierfair
@@ -88,7 +88,16 @@ def test_conservation_under_preemption_and_faults(data):
     # hang; generous, as it is wall clock: the slowest example drawn so far
     # takes ~2 CPU-s, and a loaded 2-core machine stretched that past 10 s
     sim = exp.simulator(make_policy(algo.name, algo.params), 0, deadline=monotonic() + 120)
-    check_conservation(exp, sim.run())
+    try:
+        result = sim.run()
+    except Livelock:
+        # PDRF's own rule can preempt faster than work completes (docs/
+        # algorithms.md, "pdrf"; e.g. its aggressive setting with task failures
+        # and free checkpoints: a 14-s task stopped 1,000 times by t = 46 s);
+        # any other algorithm must finish.
+        assert algo.name == "pdrf", "only PDRF may livelock"
+        assume(False)
+    check_conservation(exp, result)
 
 
 def test_pdrf_at_p1_without_preemption_is_drf():
