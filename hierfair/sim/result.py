@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from hierfair.sim.ledger import Ledger, TaskState
+from hierfair.sim.ledger import FINISHED, RUNNING, Ledger, TaskState
 from hierfair.sim.model import Hierarchy, shown
 from hierfair.sim.recording import OUTCOMES, Recorder
 
 
-@dataclass
+#: The tables of a run, in the order runs write them.
+TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
+          "preemptions")
+
+
 class SimulationResult:
-    """Everything one run recorded, as tidy tables."""
+    """Everything one run recorded: its tables, each built when first read (a
+    run of millions of tasks that keeps only ``jobs`` never builds the task
+    or attempt tables), and the counts a summary needs without them."""
 
     tasks: pd.DataFrame
     jobs: pd.DataFrame
@@ -24,27 +30,76 @@ class SimulationResult:
     decisions: pd.DataFrame
     attempts: pd.DataFrame
     preemptions: pd.DataFrame
-    resources: tuple[str, ...]
-    makespan: float
-    workload_source: str
-    wasted_work: float = 0.0  # task-seconds lost to preemptions, kills, failures
-    #: the simulated time the run was stopped at with work left (``run(until=)``), else None
-    stopped_at: float | None = None
+
+    def __init__(self, builders: Mapping[str, Callable[[], pd.DataFrame]], *,
+                 resources: tuple[str, ...], makespan: float, workload_source: str,
+                 wasted_work: float = 0.0, stopped_at: float | None = None,
+                 counts: Mapping[str, float] | None = None) -> None:
+        self._builders = dict(builders)
+        self.resources = resources
+        self.makespan = makespan
+        self.workload_source = workload_source
+        #: task-seconds lost to preemptions, kills, failures
+        self.wasted_work = wasted_work
+        #: the simulated time the run was stopped at with work left (``run(until=)``), else None
+        self.stopped_at = stopped_at
+        #: what hierfair.experiment.results.summarize reads besides jobs and utilization
+        self.counts: dict[str, float] = dict(counts or {})
+
+    def __getattr__(self, name: str) -> pd.DataFrame:
+        builders = self.__dict__.get("_builders", {})
+        if name not in builders:
+            raise AttributeError(name)
+        table = builders.pop(name)()
+        setattr(self, name, table)  # built once; later reads find the attribute
+        return table
 
 
 def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple[str, ...],
            source: str, wasted: float, stopped_at: float | None = None) -> SimulationResult:
     paths = np.array([shown(p) for p in hierarchy.paths], dtype=object)
+    finish = np.frombuffer(ledger.finish, dtype=np.float64)
+    done = finish[~np.isnan(finish)]
+
+    def attempts_table() -> pd.DataFrame:
+        frame = rec.attempts_frame(ledger.column("seq"), ledger.states(),
+                                   ledger.column("server"), ledger.column("start"),
+                                   ledger.column("finish"))
+        frame["outcome"] = pd.Categorical.from_codes(frame["outcome"], OUTCOMES)
+        return frame
+
+    def preemptions_table() -> pd.DataFrame:
+        frame = rec.preemptions.to_frame()
+        for col in ("victim", "beneficiary"):
+            frame[col] = [paths[i] if i >= 0 else "" for i in frame[col]]
+        return frame
+
+    return SimulationResult(
+        {"tasks": lambda: _tasks(ledger, rec, paths),
+         "jobs": lambda: _jobs(ledger, hierarchy),
+         "allocations": lambda: _allocations(rec, paths),
+         "utilization": rec.utilization.to_frame,
+         "decisions": lambda: _decisions(rec.decisions.to_frame(), paths),
+         "attempts": attempts_table,
+         "preemptions": preemptions_table},
+        resources=resources,
+        makespan=float(done.max()) if done.size else 0.0,
+        workload_source=source,
+        wasted_work=wasted,
+        stopped_at=stopped_at,
+        counts=_counts(ledger, rec),
+    )
+
+
+def _tasks(ledger: Ledger, rec: Recorder, paths: np.ndarray) -> pd.DataFrame:
     jobs = ledger.jobs
     task_job = ledger.column("task_job")
     n_tasks = task_job.size
-    attempts = rec.attempts_frame(ledger.column("seq"), ledger.states(), ledger.column("server"),
-                                  ledger.column("start"), ledger.column("finish"))
-    tries = np.bincount(attempts["task"], minlength=n_tasks) if len(
-        attempts) else np.zeros(n_tasks, dtype=np.int64)
+    tried = rec.attempts.column("task")  # attempts cut short, and each started task's last
+    tries = np.bincount(tried, minlength=n_tasks) if tried.size else np.zeros(n_tasks, np.int64)
+    tries += np.frombuffer(ledger.state, dtype=np.uint8) >= RUNNING
     offset = np.frombuffer(ledger.offset, dtype=np.int64)
-    finish = ledger.column("finish")
-    tasks = pd.DataFrame({
+    return pd.DataFrame({
         "task": np.arange(n_tasks),
         "job": task_job,
         "index": np.arange(n_tasks) - offset[task_job],
@@ -52,12 +107,16 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
         if jobs else [],
         "server": ledger.column("server"),
         "start": ledger.column("start"),
-        "finish": finish,
+        "finish": ledger.column("finish"),
         "attempts": tries,
         "ran": ledger.column("ran"),
         "state": pd.Categorical.from_codes(ledger.states(), [s.name.lower() for s in TaskState]),
     })
-    job_df = pd.DataFrame({
+
+
+def _jobs(ledger: Ledger, hierarchy: Hierarchy) -> pd.DataFrame:
+    jobs = ledger.jobs
+    frame = pd.DataFrame({
         "job": np.arange(len(jobs)),
         "name": [j.name for j in jobs],
         "leaf": [hierarchy.paths[j.leaf] for j in jobs],
@@ -70,30 +129,47 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
         "finish": ledger.column("job_finish"),
         "preemptions": ledger.column("job_preempted"),
     })
-    job_df["wait"] = job_df["first_start"] - job_df["submit"]
-    job_df["completion"] = job_df["finish"] - job_df["submit"]
-    alloc = rec.allocations.to_frame()
-    nodes = alloc.pop("node").to_numpy()
-    alloc.insert(1, "path", _names(paths, nodes, "str") if len(alloc) else [])
-    attempts["outcome"] = pd.Categorical.from_codes(attempts["outcome"], OUTCOMES)
-    preempt = rec.preemptions.to_frame()
-    for col in ("victim", "beneficiary"):
-        preempt[col] = [paths[i] if i >= 0 else "" for i in preempt[col]]
-    done = finish[~np.isnan(finish)]
-    return SimulationResult(
-        tasks=tasks,
-        jobs=job_df,
-        allocations=alloc,
-        utilization=rec.utilization.to_frame(),
-        decisions=_decisions(rec.decisions.to_frame(), paths),
-        attempts=attempts,
-        preemptions=preempt,
-        resources=resources,
-        makespan=float(done.max()) if done.size else 0.0,
-        workload_source=source,
-        wasted_work=wasted,
-        stopped_at=stopped_at,
-    )
+    frame["wait"] = frame["first_start"] - frame["submit"]
+    frame["completion"] = frame["finish"] - frame["submit"]
+    return frame
+
+
+def _allocations(rec: Recorder, paths: np.ndarray) -> pd.DataFrame:
+    frame = rec.allocations.to_frame()
+    nodes = frame.pop("node").to_numpy()
+    frame.insert(1, "path", _names(paths, nodes, "str") if len(frame) else [])
+    return frame
+
+
+def _counts(ledger: Ledger, rec: Recorder) -> dict[str, float]:
+    """What a summary needs from the task, attempt and decision tables,
+    from the ledger's and recorder's arrays in place (no table built)."""
+    state = np.frombuffer(ledger.state, dtype=np.uint8)
+    start = np.frombuffer(ledger.start, dtype=np.float64)
+    task_job = np.frombuffer(ledger.task_job, dtype=np.int64)
+    arrival = np.frombuffer(ledger.job_arrival, dtype=np.float64)
+    # waited: started after its job arrived, or never started
+    waited = int(np.count_nonzero(np.isnan(start) | (start > arrival[task_job] + 1e-9)))
+    outcomes = rec.attempts.column("outcome")
+    latency = rec.decisions.column("latency_ns")
+    out: dict[str, float] = {
+        "tasks": state.size,
+        "tasks_unfinished": int(state.size - np.count_nonzero(state == FINISHED)),
+        "tasks_waited": waited,
+        "preemptions": len(rec.preemptions),
+        "kills": int(np.count_nonzero(outcomes == OUTCOMES.index("killed"))),
+        "task_failures": int(np.count_nonzero(outcomes == OUTCOMES.index("failed"))),
+        "decisions": latency.size,
+        "placements": int(np.count_nonzero(rec.decisions.column("leaf") >= 0)),
+    }
+    if latency.size:
+        p50, p99 = np.percentile(latency, [50, 99])
+        out.update(latency_mean_ns=float(latency.mean()), latency_p50_ns=float(p50),
+                   latency_p99_ns=float(p99), scheduling_seconds=float(latency.sum()) / 1e9)
+    else:
+        out.update(latency_mean_ns=float("nan"), latency_p50_ns=float("nan"),
+                   latency_p99_ns=float("nan"), scheduling_seconds=0.0)
+    return out
 
 
 def _decisions(frame: pd.DataFrame, paths: np.ndarray) -> pd.DataFrame:
