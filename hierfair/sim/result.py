@@ -12,7 +12,6 @@ from hierfair.sim.ledger import FINISHED, RUNNING, Ledger, TaskState
 from hierfair.sim.model import Hierarchy, shown
 from hierfair.sim.recording import OUTCOMES, Recorder
 
-
 #: The tables of a run, in the order runs write them.
 TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
           "preemptions")
