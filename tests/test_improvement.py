@@ -74,6 +74,19 @@ def test_unfinished_and_missing_jobs_are_excluded_and_counted():
     assert out.attrs["excluded"] == 3
 
 
+def test_jobs_that_never_arrived_before_a_stop_are_unfinished_not_different():
+    # stop_at before job 3's submit: it has no arrival (NaN) in either run
+    late = jobs((3, "y", np.nan, np.nan, np.nan))
+    a = pd.concat([A, late], ignore_index=True)
+    b = pd.concat([B, late], ignore_index=True)
+    out = response_time_improvement(a, b)
+    assert out["job"].tolist() == [0, 1, 2]
+    assert out.attrs["unfinished"] == 1
+    with pytest.raises(SpecError, match="job 3.submit"):  # arrived in one run only
+        response_time_improvement(a, pd.concat([B, jobs((3, "y", 5.0, 5.0, 9.0))],
+                                               ignore_index=True))
+
+
 def test_a_zero_base_is_undefined_not_infinite():
     a = jobs((0, "x", 0.0, 0.0, 0.0))
     b = jobs((0, "x", 0.0, 0.0, 0.0))

@@ -162,7 +162,9 @@ def _one_run(jobs: pd.DataFrame, name: str, need: Sequence[str]) -> pd.DataFrame
 def _same_workload(both: pd.DataFrame, shared: Sequence[str]) -> None:
     """Raise unless every matched job has the same submit time (and name, leaf,
     task count) in both runs: otherwise "the same job" means nothing."""
-    off = ~np.isclose(both["submit_a"], both["submit_b"], rtol=0.0, atol=_SUBMIT_TOL)
+    # NaN in both: the job never arrived in either run (a stop_at before its submit)
+    off = ~np.isclose(both["submit_a"], both["submit_b"], rtol=0.0, atol=_SUBMIT_TOL,
+                      equal_nan=True)
     if "after_a" in both:  # a closed-loop job arrives when another ends: run-dependent
         off &= both["after_a"].to_numpy() < 0
     if off.any():
