@@ -48,18 +48,25 @@ class SlotIndex:
     """
 
     def __init__(self, capacities: np.ndarray, k: int, penalty: np.ndarray) -> None:
-        self.capacity = np.array(capacities, dtype=np.float64)
-        self.total = self.capacity.sum(axis=0)
-        self.free_total = self.total.copy()
-        self.committed = np.zeros_like(self.capacity)
-        self.slots = [k] * self.capacity.shape[0]
+        capacity = np.array(capacities, dtype=np.float64)
+        self.total = capacity.sum(axis=0)
+        # Plain floats on the per-task path (numpy scalar arithmetic there cost
+        # a quarter of a week-long slots run, docs/performance.md).
+        self._capacity: list[list[float]] = capacity.tolist()
+        self._free_total: list[float] = self.total.tolist()
+        self.committed: list[list[float]] = [[0.0] * capacity.shape[1] for _ in self._capacity]
+        self.slots = [k] * capacity.shape[0]
         # one min-heap of servers with a free slot per set of resources they have
-        has = self.capacity > 0
+        has = capacity > 0
         self._kind = [tuple(row) for row in has]
         self._open: dict[tuple[bool, ...], list[int]] = {}
         for server, kind in enumerate(self._kind):
             self._open.setdefault(kind, []).append(server)
-        self._penalty = penalty  # per resource, 0 where over-commit costs nothing
+        # (resource, capacity, penalty) per server, for the resources whose
+        # over-commitment costs something (penalty > 0) and that it has
+        self._costly: list[list[tuple[int, float, float]]] = [
+            [(r, c, float(penalty[r])) for r, c in enumerate(row) if c > 0 and penalty[r] > 0]
+            for row in self._capacity]
         self.release_epoch = 0
         self._held: dict[int, int] = {}  # free slots of servers that are down
         # The answer depends only on which resources a demand asks for: the
@@ -100,46 +107,62 @@ class SlotIndex:
         return self._first_open(demand)
 
     @property
+    def free_total(self) -> np.ndarray:
+        return np.array(self._free_total)
+
+    @property
     def saturated(self) -> np.ndarray:
         return self.free_total <= 0
 
     def free_of(self, server: int) -> np.ndarray:
-        return self.capacity[server] - self.committed[server]
+        return np.array(self._capacity[server]) - np.array(self.committed[server])
+
+    def _add(self, server: int, demand: tuple[float, ...], sign: float) -> None:
+        used, total = self.committed[server], self._free_total
+        for r, d in enumerate(demand):
+            if d:
+                used[r] += sign * d
+                total[r] -= sign * d
 
     def allocate(self, server: int, demand: tuple[float, ...]) -> None:
         self._answers.clear()
         self.slots[server] -= 1
-        self.committed[server] += demand
-        self.free_total -= demand
+        self._add(server, demand, 1.0)
 
     def release(self, server: int, demand: tuple[float, ...]) -> None:
         self._answers.clear()
         if self.slots[server] == 0:
             self._reopen(server)
         self.slots[server] += 1
-        self.committed[server] -= demand
-        self.free_total += demand
+        self._add(server, demand, -1.0)
         self.release_epoch += 1
+
+    def _shift_total(self, server: int, sign: float) -> None:
+        """Add (sign 1) or remove (-1) a server's uncommitted resources."""
+        for r, (cap, used) in enumerate(zip(self._capacity[server], self.committed[server])):
+            self._free_total[r] += sign * (cap - used)
 
     def set_down(self, server: int) -> None:
         self._answers.clear()
         self._held[server] = self.slots[server]
         self.slots[server] = 0
-        self.free_total -= self.capacity[server] - self.committed[server]
+        self._shift_total(server, -1.0)
 
     def set_up(self, server: int) -> None:
         self._answers.clear()
         if self.slots[server] == 0 and self._held.get(server, 0) > 0:
             self._reopen(server)
         self.slots[server] = self._held.pop(server, self.slots[server])
-        self.free_total += self.capacity[server] - self.committed[server]
+        self._shift_total(server, 1.0)
         self.release_epoch += 1
 
     def duration_factor(self, server: int) -> float:
-        cap = self.capacity[server]
-        used = self.committed[server]
-        over = np.divide(used, cap, out=np.zeros_like(cap), where=cap > 0) - 1.0
-        return float(np.prod(1.0 + self._penalty * np.clip(over, 0.0, None)))
+        factor, used = 1.0, self.committed[server]
+        for r, cap, penalty in self._costly[server]:
+            over = used[r] / cap - 1.0
+            if over > 0.0:
+                factor *= 1.0 + penalty * over
+        return factor
 
 
 DEFAULT_PENALTY = {"cpu": 1.0, "mem": 5.0}
@@ -259,7 +282,12 @@ class Slots(_SlotPolicy, BasePolicy):  # type: ignore[misc]
             best = -1
             for c in kids:
                 there = below[c]
-                if any(there.get(sup) for sup in ok) and (best < 0 or score[c] < score[best]):
+                for sup in ok:  # a loop, not any(...): this is the hot path
+                    if there.get(sup):
+                        break
+                else:
+                    continue
+                if best < 0 or score[c] < score[best]:
                     best = c
             node = best
         return node
