@@ -356,8 +356,14 @@ class FastHDRF(BasePolicy):
         the first decision's measured time (~0.3 s from numba's disk cache, a
         few seconds on a fresh machine): refresh a leaf as it is (nothing
         yet), recompute its path, walk for no leaf (slot 0, stamp 0 counts as
-        blocked, which no real walk uses)."""
+        blocked, which no real walk uses).  Demands are read-only arrays in
+        workloads, another compiled signature than the writable zeros of a
+        leaf without demand: both are loaded (the read-only one cost the first
+        decision ~1 s in mch-fig5)."""
         self._refresh_leaf(leaf)
+        none = self._none.copy()
+        none.flags.writeable = False
+        set_leaf(self._F, self._Z, leaf, tuple(self.state.alloc_row(leaf)), none, False, False, 0)
         walk(self._F, self._Z, self._free, 0, 0, 0)
 
     def make_index(self, cluster: Cluster, placement: str) -> ServerIndex:
