@@ -30,7 +30,7 @@ reproduce: $(STAMP)
 	$(BIN)/hierfair report reports --catalogue docs/reproductions.md
 
 # The reproductions too long for make reproduce's 30 minutes (experiments/long/:
-# H-DRF §5.3.2 for a simulated week, about 3 CPU-hours); results beside the
+# H-DRF §5.3.2 for a simulated week, about 5 hours of run time); results beside the
 # others in reports/, which the report then includes.
 reproduce-long: $(STAMP)
 	$(BIN)/hierfair run experiments/long/*.yaml --out reports
