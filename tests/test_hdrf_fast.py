@@ -167,3 +167,28 @@ def test_the_kernels_as_plain_python_decide_the_same():
                            str(Path(__file__)), "-k", "not plain_python"],
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+_NO_LOADS_IN_THE_RUN = """
+import hierfair.algorithms.hdrf_fast as hf
+from hierfair.algorithms import make_policy
+from hierfair.experiment.spec import load_spec
+exp = load_spec({spec!r})
+sim = exp.simulator(make_policy("hdrf-fast", {{}}), 0)   # attach warms the kernels
+kernels = [k for k in vars(hf).values() if hasattr(k, "signatures")]
+before = [len(k.signatures) for k in kernels]
+sim.run()
+print([k.py_func.__name__ for k, b in zip(kernels, before) if len(k.signatures) != b])
+"""
+
+
+@pytest.mark.skipif(not jit.COMPILED, reason="numba is not loaded: nothing is compiled")
+def test_a_run_loads_no_kernel_the_warm_up_left_out():
+    # A kernel signature first met inside the run is loaded (or compiled)
+    # inside the first decision's measured time: ~1 s in mch-fig5 once.  A
+    # fresh process, since signatures stay loaded for the process's life.
+    code = _NO_LOADS_IN_THE_RUN.format(spec=str(EXPERIMENTS / "mch-fig4.yaml"))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]"

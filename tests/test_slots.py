@@ -123,3 +123,63 @@ def test_the_incremental_walk_decides_like_the_reference(inst, k, gpu_less, outa
 def test_the_incremental_walk_on_a_six_level_tree():
     for k in (2, 5):
         same_schedule(binary_instance(6, seed=3), k)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_slot_index_against_a_plain_model(seed):
+    """The slot index on plain floats (its per-task path) against the model it
+    keeps: lowest server with a free slot and every resource asked for; free
+    totals over the servers that are up; the over-commitment factor as the
+    module docstring writes it, in numpy.  Random allocations, releases,
+    failures and repairs, with over-commitment."""
+    import numpy as np
+
+    from hierfair.algorithms.slots import SlotIndex
+
+    rng = np.random.default_rng(seed)
+    n, k = 7, 3
+    cap = rng.integers(0, 4, size=(n, 3)).astype(float)
+    penalty = np.array([1.0, 5.0, 0.0])
+    index = SlotIndex(cap, k, penalty)
+    used = np.zeros_like(cap)
+    slots = [k] * n
+    down: set[int] = set()
+    placed: list[tuple[int, tuple[float, ...]]] = []
+    demands = [np.array(d, dtype=float) for d in ([1, 1, 0], [2, 0, 0], [0, 0, 1], [3, 2, 1])]
+    for _ in range(400):
+        op = rng.random()
+        if op < 0.05 and placed:  # a server fails: its tasks go first
+            server = placed[int(rng.integers(len(placed)))][0]
+            for s, d in [p for p in placed if p[0] == server]:
+                placed.remove((s, d))
+                index.release(s, d)
+                used[s] -= d
+                slots[s] += 1
+            index.set_down(server)
+            down.add(server)
+        elif op < 0.1 and down:
+            index.set_up(down.pop())
+        elif op < 0.4 and placed:
+            s, d = placed.pop(int(rng.integers(len(placed))))
+            index.release(s, d)
+            used[s] -= d
+            slots[s] += 1
+        else:
+            demand = demands[int(rng.integers(len(demands)))]
+            ok = [s for s in range(n) if s not in down and slots[s] > 0
+                  and (cap[s][demand > 0] > 0).all()]
+            chosen = index.choose(demand)
+            assert chosen == (ok[0] if ok else None)
+            if chosen is not None:
+                need = tuple(demand.tolist())
+                index.allocate(chosen, need)
+                used[chosen] += demand
+                slots[chosen] -= 1
+                placed.append((chosen, need))
+                over = np.divide(used[chosen], cap[chosen], out=np.zeros(3),
+                                 where=cap[chosen] > 0) - 1.0
+                factor = float(np.prod(1.0 + penalty * np.clip(over, 0.0, None)))
+                assert index.duration_factor(chosen) == factor
+        up = [s for s in range(n) if s not in down]
+        assert index.free_total.tolist() == pytest.approx((cap[up] - used[up]).sum(axis=0).tolist())
+        assert index.free_of(up[0] if up else 0).tolist() == (cap - used)[up[0] if up else 0].tolist()
