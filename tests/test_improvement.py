@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import hierfair
+
 from hierfair.errors import SpecError
 from hierfair.experiment.improvement import (
     cdf_by,
@@ -214,7 +216,7 @@ def test_a_sweep_gives_one_row_per_job_per_seed_and_grid_point(tmp_path):
     assert (runs["status"] == "ok").all()
     out = improvement_between(tmp_path / "imp", "hdrf", "slots-4")
 
-    table = pd.read_parquet(tmp_path / "imp" / "jobs.parquet")
+    table = hierfair.load(tmp_path / "imp").jobs
     by_run = runs.set_index("run")
     assert len(out) == 12 * 2 * 2 and out.attrs["excluded"] == 0
     assert sorted(out["seed"].unique()) == [0, 1]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+import hierfair
+
 from hierfair.datasets.arrivals import offered_load
 from hierfair.errors import SpecError
 from hierfair.experiment.sweep import sweep
@@ -120,7 +122,7 @@ def test_sequential_arrivals_wait_for_the_previous_job_of_their_leaf(tmp_path):
     exp = experiment(workload=chain)
     assert [j.after for j in exp.workload(0).jobs] == [-1, 0, -1]
     sweep(spec_with(workload=chain, algorithms=["fifo"]), tmp_path, jobs=1)
-    jobs = pd.read_parquet(tmp_path / "t" / "jobs.parquet").set_index("job")
+    jobs = hierfair.load(tmp_path / "t").jobs.set_index("job")
     # 27 unit tasks on 9 CPUs: three waves of 10 s; job 1 arrives at 30, not at 1
     assert jobs.loc[0, "finish"] == 30.0
     assert jobs.loc[1, "submit"] == 30.0 and jobs.loc[1, "finish"] == 35.0

@@ -144,7 +144,7 @@ def test_server_failure_restarts_tasks_elsewhere(tmp_path):
 
 def test_hdrf_preemptive_gives_a_late_leaf_its_share_at_once(tmp_path):
     runs = run_experiment(load_spec(EXPERIMENTS / "hdrf-preemptive.yaml"), tmp_path)
-    jobs = pd.read_parquet(tmp_path / "hdrf-preemptive" / "jobs.parquet")
+    jobs = hierfair.load(tmp_path / "hdrf-preemptive").jobs
     first = jobs[jobs["leaf"] == "n2/n21"].set_index("run")["first_start"]
     label = dict(zip(runs["run"], runs["label"]))
     starts = {label[r]: t for r, t in first.items()}

@@ -5,13 +5,15 @@ docs/results.md documenting every column that appears."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import hierfair
 from hierfair.errors import HierfairError
-from hierfair.experiment.sweep import DETAIL_TABLES
+from hierfair.experiment.detail import DETAIL_TABLES
 
 from .conftest import spec_with
 
@@ -72,6 +74,38 @@ def test_load_and_report_from_python(results, tmp_path):
         hierfair.load(tmp_path / "nosuch")
     with pytest.raises(HierfairError, match="no table 'job'"):
         results.table("job")
+
+
+def test_detail_rows_are_stored_once(results):
+    """Each row lives in its run's folder only; the spec-level table is those
+    files in plan order, tagged (nothing assembled is stored beside them)."""
+    folder = results.folder
+    assert sorted(p.name for p in folder.glob("*.parquet")) == ["runs.parquet"]
+    jobs = results.jobs
+    per_run = {run: pd.read_parquet(folder / "runs" / run / "jobs.parquet")
+               for run in results.runs["run"]}
+    assert list(jobs["run"].unique()) == list(results.runs["run"])  # plan order
+    assert len(jobs) == sum(len(t) for t in per_run.values())
+    for run, part in jobs.groupby("run", sort=False):
+        mine = part[per_run[run].columns].reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine, per_run[run])
+
+
+def test_a_folder_from_before_reads_and_then_upgrades(results, tmp_path):
+    """A folder an older version wrote keeps assembled tables at its top: load
+    and report read them as they are; a sweep into it removes them (they
+    would be stale) and the same rows are read from the runs' files."""
+    old = tmp_path / "out" / "api"
+    shutil.copytree(results.folder, old)
+    jobs = results.jobs
+    jobs.to_parquet(old / "jobs.parquet", index=False)
+    legacy = jobs.iloc[:3]
+    legacy.to_parquet(old / "jobs.parquet", index=False)  # unmistakably the file's rows
+    pd.testing.assert_frame_equal(hierfair.load(old).jobs, legacy)
+    hierfair.report(old.parent)
+    hierfair.run(results.spec, out=old.parent, jobs=1)  # all cached
+    assert not (old / "jobs.parquet").exists()
+    pd.testing.assert_frame_equal(hierfair.load(old).jobs, jobs)
 
 
 def documented() -> dict[str, set[str]]:

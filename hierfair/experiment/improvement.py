@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from hierfair.errors import SpecError
+from hierfair.experiment.detail import detail_table
 
 RelativeTo = Literal["response_b", "response_a", "duration_b"]
 RELATIVE_TO: tuple[str, ...] = ("response_b", "response_a", "duration_b")
@@ -265,7 +266,7 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
     :func:`response_time_improvement`, summed over pairs.
     """
     folder = Path(folder)
-    runs_path, jobs_path = folder / "runs.parquet", folder / "jobs.parquet"
+    runs_path = folder / "runs.parquet"
     if not runs_path.exists():
         raise SpecError("no runs.parquet here; give one spec's results folder (OUT/<spec>)",
                         where=str(folder))
@@ -303,7 +304,10 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
                         f"{label_b}", where=str(runs_path), value=unpaired[:3])
 
     wanted = sorted({*paired["run_a"], *paired["run_b"]})
-    jobs = pd.read_parquet(jobs_path, filters=[("run", "in", wanted)])
+    jobs = detail_table(folder, "jobs", runs[runs["run"].isin(wanted)])
+    if jobs is None:
+        raise SpecError("these runs kept no jobs table", where=str(folder))
+    jobs = jobs[jobs["run"].isin(wanted)]  # an older folder's table has every run
     tags = [c for c in jobs.columns if c in runs.columns]  # each row's run identity
     by_run = {run: part.drop(columns=tags) for run, part in jobs.groupby("run", sort=False)}
     empty = jobs.iloc[0:0].drop(columns=tags)  # an ok run with no jobs

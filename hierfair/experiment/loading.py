@@ -18,7 +18,7 @@ import pandas as pd
 import yaml
 
 from hierfair.errors import HierfairError
-from hierfair.experiment.sweep import DETAIL_TABLES
+from hierfair.experiment.detail import DETAIL_TABLES, detail_table
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,8 @@ class Results:
         if name not in DETAIL_TABLES:
             raise HierfairError(f"no table {name!r}; tables: runs, {', '.join(DETAIL_TABLES)}")
         if name not in self._tables:
-            path = self.folder / f"{name}.parquet"
-            self._tables[name] = pd.read_parquet(path) if path.exists() else pd.DataFrame()
+            table = detail_table(self.folder, name, self.runs)
+            self._tables[name] = pd.DataFrame() if table is None else table
         return self._tables[name]
 
     def __getattr__(self, name: str) -> pd.DataFrame:

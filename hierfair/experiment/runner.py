@@ -25,7 +25,8 @@ import pandas as pd
 
 from hierfair.algorithms import make_policy
 from hierfair.experiment.spec import AlgorithmSpec, Experiment
-from hierfair.experiment.sweep import DETAIL_TABLES, sweep
+from hierfair.experiment.detail import DETAIL_TABLES
+from hierfair.experiment.sweep import sweep
 from hierfair.sim import SimulationResult
 
 __all__ = ["DETAIL_TABLES", "run_experiment", "simulate"]

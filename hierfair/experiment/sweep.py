@@ -56,13 +56,14 @@ from hierfair.algorithms import make_policy, policy_code
 from hierfair.datasets.arrivals import offered_load
 from hierfair.errors import HierfairError, SpecError
 from hierfair.experiment.claims import evaluate, write_verdicts
+from hierfair.experiment.detail import PARAM, detail_table, identity_columns, legacy_tables
 from hierfair.experiment.results import (
     remove_stale_temporaries,
     summarize,
     write_parquet,
     write_text,
 )
-from hierfair.experiment.spec import DETAIL_TABLES, AlgorithmSpec, Experiment, build_experiment
+from hierfair.experiment.spec import AlgorithmSpec, Experiment, build_experiment
 from hierfair.sim import Livelock, RunTimeout
 from hierfair.sim.model import Workload
 
@@ -434,22 +435,17 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
                 if progress:
                     progress(done, len(runs), row)
     frame = _write_runs(rows, folder)
-    _consolidate(frame, folder, base.spec.tables)
-    allocations = folder / "allocations.parquet"
+    _drop_assembled(folder)
     needs_runs = any(c.over == "run" for claim in base.spec.claims for c in claim.checks)
     try:
-        verdicts = evaluate(base, frame, pd.read_parquet(allocations)
-                            if needs_runs and allocations.exists() else None, folder)
+        verdicts = evaluate(base, frame, detail_table(folder, "allocations", frame)
+                            if needs_runs else None, folder)
     except SpecError as exc:  # the runs are saved; only the claim is wrong
         raise exc.with_file(source) if source else exc from None
     write_verdicts(verdicts, folder)
     return frame
 
 
-#: Prefix of the columns that hold one algorithm parameter each.
-PARAM = "param_"
-#: Identity columns every folder-level detail table carries (with grid and params).
-_TAGS = ("run", "label", "algorithm", "seed", "run_seed", "grid_point")
 _FIRST = ("run", "run_index", "spec", "spec_hash", "algorithm", "label", "params", "seed",
           "run_seed", "grid_point")
 _STATUS = ("status", "error", "warnings", "workload_source", "input_id", "input_fallback",
@@ -483,31 +479,12 @@ def _write_runs(rows: Mapping[str, dict[str, Any]], folder: Path) -> pd.DataFram
     return frame
 
 
-def identity_columns(runs: pd.DataFrame) -> list[str]:
-    """The columns of runs.parquet that say which run a row is: run, label,
-    algorithm, seeds, grid point, grid values, parameters."""
-    return [c for c in runs.columns
-            if c in _TAGS or "." in c or "[" in c or c.startswith(PARAM)]
-
-
-def _consolidate(frame: pd.DataFrame, folder: Path, tables: Sequence[str]) -> None:
-    """Folder-level detail tables: every ok run's rows in plan order, each
-    tagged with its run's identity (so no analysis starts with a merge); a
-    table the spec does not keep (``tables``) is not left from an earlier run."""
-    ok = frame[frame["status"] == "ok"]
-    tags = identity_columns(frame)
-    for table in DETAIL_TABLES:
-        if table not in tables:
-            (folder / f"{table}.parquet").unlink(missing_ok=True)
-            continue
-        parts = []
-        for row in ok[tags].itertuples(index=False):
-            part = pd.read_parquet(folder / "runs" / row.run / f"{table}.parquet")
-            for k, (col, value) in enumerate(zip(tags, row)):
-                part.insert(k, col, [value] * len(part))
-            parts.append(part)
-        if parts:
-            write_parquet(pd.concat(parts, ignore_index=True), folder / f"{table}.parquet")
+def _drop_assembled(folder: Path) -> None:
+    """Remove the spec-level copies of the detail tables that versions before
+    this one assembled at the top of the folder (they would now be stale, and
+    the same rows are in the runs' own files: hierfair.experiment.detail)."""
+    for path in legacy_tables(folder):
+        path.unlink()
 
 
 def describe_plan(runs: Sequence[PlannedRun], folder: Path) -> list[str]:

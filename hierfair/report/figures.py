@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from hierfair.experiment.detail import detail_table  # noqa: E402
 from hierfair.experiment.results import atomic_path  # noqa: E402
 from hierfair.experiment.spec import load_spec  # noqa: E402
 
@@ -33,23 +34,23 @@ def leaf_dominant_shares(alloc: pd.DataFrame, resources: tuple[str, ...],
 
 
 def plot_shares(folder: Path) -> Path | None:
-    if not (folder / "allocations.parquet").exists():  # no run finished
+    runs = pd.read_parquet(folder / "runs.parquet")
+    first = runs[runs["status"] == "ok"]
+    if "grid_point" in first:  # one grid point and one seed keep the panels readable
+        first = first[first["grid_point"] == first["grid_point"].min()]
+    first = first[first["seed"] == first["seed"].min()]
+    alloc = detail_table(folder, "allocations", first)
+    if alloc is None:  # no run finished, or the spec keeps no allocations
         return None
     exp = load_spec(folder / "spec.yaml", check_workload=False)
-    alloc = pd.read_parquet(folder / "allocations.parquet")
-    runs = pd.read_parquet(folder / "runs.parquet")
     h = exp.hierarchy
     leaves = {h.paths[i] for i in h.leaves}
     if len(leaves) > MAX_CURVES:  # many users: draw their ancestors' shares instead
         leaves = set(curve_groups(pd.Series(sorted(leaves))))
     data = leaf_dominant_shares(alloc, exp.cluster.resources, exp.cluster.total, leaves)
+    data = data[data["run"].isin(first["run"])]
     if data.empty:
         return None
-    first = runs[runs["status"] == "ok"]
-    if "grid_point" in first:  # one grid point and one seed keep the panels readable
-        first = first[first["grid_point"] == first["grid_point"].min()]
-    first = first[first["seed"] == first["seed"].min()]
-    data = data[data["run"].isin(first["run"])]
     data["label"] = data["run"].map(first.set_index("run")["label"])  # older folders: no tags
     sns.set_theme(style="whitegrid", context="notebook")
     few = data["path"].nunique() <= 8  # dashes tell overlapping lines apart

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hierfair.experiment.detail import detail_table
 from hierfair.report.figures import (
     plot_cost,
     plot_improvement,
@@ -52,11 +53,10 @@ def _steps(times: np.ndarray, values: np.ndarray, end: float) -> tuple[np.ndarra
 
 def plot_utilization(folder: Path) -> Path | None:
     """Share of each resource in use over time, one panel per algorithm."""
-    path = folder / "utilization.parquet"
-    if not path.exists():
-        return None
     first = _first(_ok(folder))
-    util = pd.read_parquet(path)
+    util = detail_table(folder, "utilization", first)
+    if util is None:
+        return None
     util = util[util["run"].isin(first["run"])]
     resources = [c for c in util.columns if c not in set(first.columns) | {"time", "run"}]
     labels = first.set_index("run")["label"]  # older folders' tables carry only ``run``
@@ -84,13 +84,12 @@ def plot_utilization(folder: Path) -> Path | None:
 
 def plot_waits(folder: Path) -> Path | None:
     """CDFs over jobs of wait and completion time, all seeds pooled."""
-    path = folder / "jobs.parquet"
-    if not path.exists():
-        return None
     ok = _ok(folder)
     if "grid_point" in ok:
         ok = ok[ok["grid_point"] == ok["grid_point"].min()]
-    jobs = pd.read_parquet(path, columns=["run", "wait", "completion"])
+    jobs = detail_table(folder, "jobs", ok, columns=["run", "wait", "completion"])
+    if jobs is None:
+        return None
     jobs = jobs[jobs["run"].isin(ok["run"])]
     jobs["label"] = jobs["run"].map(ok.set_index("run")["label"])
     data = jobs.melt(id_vars=["label"], value_vars=["wait", "completion"],

@@ -1,0 +1,80 @@
+"""A spec's detail tables, stored once: in each run's own folder.
+
+``hierfair run`` writes every run's detail tables (``jobs``, ``tasks``,
+``allocations``, ...) to ``<spec>/runs/<run id>/``; that is what the cache
+reuses.  The spec-level view of a table -- every ok run's rows in plan order,
+each tagged with its run's identity so that no analysis starts with a merge
+-- is assembled from those files when read (:func:`detail_table`), never
+stored a second time (issue 24: a full ``make reproduce`` stored each row
+twice).  Folders written before that change kept the assembled tables at the
+top (``<spec>/<table>.parquet``); they are read as they are, and a sweep into
+such a folder removes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from hierfair.experiment.spec import DETAIL_TABLES
+
+#: Prefix of the runs.parquet columns that hold one algorithm parameter each.
+PARAM = "param_"
+#: Identity columns every assembled detail table carries (with grid and params).
+_TAGS = ("run", "label", "algorithm", "seed", "run_seed", "grid_point")
+
+__all__ = ["DETAIL_TABLES", "PARAM", "detail_table", "identity_columns", "kept_tables",
+           "legacy_tables"]
+
+
+def identity_columns(runs: pd.DataFrame) -> list[str]:
+    """The columns of runs.parquet that say which run a row is: run, label,
+    algorithm, seeds, grid point, grid values, parameters."""
+    return [c for c in runs.columns
+            if c in _TAGS or "." in c or "[" in c or c.startswith(PARAM)]
+
+
+def detail_table(folder: Path, name: str, runs: pd.DataFrame | None = None,
+                 columns: Sequence[str] | None = None) -> pd.DataFrame | None:
+    """Table ``name`` of the spec folder ``folder``: every ok run's rows in
+    plan order, tagged with the run's identity columns; ``columns`` selects
+    (tags included).  None when no ok run kept the table."""
+    folder = Path(folder)
+    legacy = folder / f"{name}.parquet"
+    if legacy.exists():  # written by an older version: already assembled
+        return pd.read_parquet(legacy, columns=list(columns) if columns else None)
+    if name not in kept_tables(folder):  # cached runs may hold more than the spec keeps
+        return None
+    if runs is None:
+        runs = pd.read_parquet(folder / "runs.parquet")
+    ok = runs[runs["status"] == "ok"]
+    tags = identity_columns(runs)
+    wanted = None if columns is None else [c for c in columns if c not in tags]
+    parts = []
+    for row in ok[tags].itertuples(index=False):
+        path = folder / "runs" / row.run / f"{name}.parquet"
+        if not path.exists():  # a table this spec does not keep
+            return None
+        part = pd.read_parquet(path, columns=wanted)
+        for k, (col, value) in enumerate(zip(tags, row, strict=True)):
+            part.insert(k, col, [value] * len(part))
+        parts.append(part)
+    if not parts:
+        return None
+    frame = pd.concat(parts, ignore_index=True)
+    return frame if columns is None else frame[[c for c in columns if c in frame.columns]]
+
+
+def kept_tables(folder: Path) -> list[str]:
+    """The detail tables the folder's spec keeps (its ``tables:``)."""
+    path = folder / "spec.yaml"
+    spec = yaml.safe_load(path.read_text()) if path.exists() else None
+    return list((spec or {}).get("tables") or DETAIL_TABLES)
+
+
+def legacy_tables(folder: Path) -> list[Path]:
+    """Assembled tables an older version left at the top of ``folder``."""
+    return [folder / f"{t}.parquet" for t in DETAIL_TABLES if (folder / f"{t}.parquet").exists()]
