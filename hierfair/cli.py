@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `hierfair list | head`
         return 0
     except Exception as exc:  # a bug: one line, and the traceback on request
-        if os.environ.get("HIERFAIR_DEBUG"):
+        if os.environ.get("HIERFAIR_DEBUG", "") not in ("", "0"):  # as HIERFAIR_NO_JIT
             raise
         print(f"hierfair: internal error: {type(exc).__name__}: {exc} (a bug: please report "
               "it; HIERFAIR_DEBUG=1 shows the traceback)", file=sys.stderr)
@@ -71,9 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("specs", nargs="+", metavar="SPEC")
     v.set_defaults(func=_validate)
 
-    ls = sub.add_parser("list", help="algorithms, workload kinds and experiments")
-    ls.add_argument("--experiments", default="experiments", metavar="DIR",
-                    help="folder of specs to list (default: %(default)s)")
+    ls = sub.add_parser("list", help="algorithms, workload, hierarchy and cluster kinds, "
+                        "and experiments")
+    ls.add_argument("--experiments", default=None, metavar="DIR",
+                    help="folder of specs to list (default: ./experiments, or else the "
+                    "experiments/ of the checkout hierfair is installed from)")
     ls.set_defaults(func=_list)
 
     r = sub.add_parser("run", parents=[data_dir],
@@ -93,7 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--dry-run", action="store_true", help="list the runs; run nothing")
     r.set_defaults(func=_run)
 
-    rep = sub.add_parser("report", help="figures and a README.md for a results folder")
+    rep = sub.add_parser("report", help="the report of a results folder: index.html (figures "
+                         "embedded) and README.md")
     rep.add_argument("folder", nargs="?", default="results", metavar="DIR",
                      help="a folder `hierfair run --out` wrote (default: %(default)s, as run's)")
     rep.add_argument("--catalogue", metavar="FILE", default=None, type=Path,
@@ -205,12 +208,36 @@ def _list(args: argparse.Namespace) -> int:
     section("workload kinds:", [(n, k.description) for n, k in WORKLOAD_KINDS.items()])
     section("hierarchy kinds:", [(n, k.description) for n, k in HIERARCHY_KINDS.items()])
     section("cluster kinds:", [(n, k.description) for n, k in CLUSTER_KINDS.items()])
-    folder = Path(args.experiments)
-    rows = []
-    for path in sorted(folder.glob("*.yaml")):
-        rows.append((str(path), _describe(path)))
-    section(f"experiments ({folder}):", rows or [("(none found)", "")])
+    folder, where = _experiments_folder(args.experiments)
+    rows = [(str(path), _describe(path)) for path in sorted(folder.glob("*.yaml"))]
+    if rows:
+        section(f"experiments ({where}):", rows)
+    else:
+        print(f"experiments: none found (looked in {where}); --experiments DIR lists the "
+              "specs of another folder")
     return 0
+
+
+def _shipped_experiments() -> Path:
+    """The experiments/ folder beside the hierfair package: the checkout's, for
+    the editable install `make install` makes."""
+    import hierfair
+
+    return Path(hierfair.__file__).resolve().parent.parent / "experiments"
+
+
+def _experiments_folder(given: str | None) -> tuple[Path, str]:
+    """The folder `hierfair list` lists, and where it looked, to print: DIR when
+    given; else ./experiments, or, when that holds no spec, the checkout's own,
+    so that `hierfair list` finds the shipped experiments from anywhere."""
+    if given is not None:
+        return Path(given), given
+    here, shipped = Path("experiments"), _shipped_experiments()
+    if any(here.glob("*.yaml")) or shipped.resolve() == here.resolve():
+        return here, str(here)
+    if any(shipped.glob("*.yaml")):
+        return shipped, f"{shipped}: the checkout hierfair is installed from"
+    return here, f"./{here} and {shipped}"
 
 
 def _describe(path: Path) -> str:
@@ -274,7 +301,9 @@ def _print_verdicts(name: str, verdicts: list[dict]) -> None:
 def _report(args: argparse.Namespace) -> int:
     from hierfair.report import write_report
 
-    print(write_report(Path(args.folder), catalogue=args.catalogue))
+    readme = write_report(Path(args.folder), catalogue=args.catalogue)
+    print(f"{readme.parent / 'index.html'}  (the report: open it in a browser)")
+    print(f"{readme}  (the same in text)")
     return 0
 
 
