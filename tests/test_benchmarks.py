@@ -83,14 +83,16 @@ def test_swim_day_skips_without_its_trace_file(monkeypatch, tmp_path):
         bench_simulator.SwimDay().setup("drf")
 
 
-def test_swim_day_throughput(traces, monkeypatch, tmp_path):
+def test_swim_day_throughput(trace, monkeypatch, tmp_path):
     """The real spec loads from the traces; the run is the benchmark's own
     code on the day's first 50 jobs (the whole day takes a minute)."""
-    monkeypatch.setenv("HIERFAIR_DATA", str(traces))
+    spec = yaml.safe_load(bench_simulator.SWIM_DAY.read_text())
+    first50 = "FB-2009_samples_24_times_1hr_0_first50jobs.tsv"
+    trace(first50)
+    monkeypatch.setenv("HIERFAIR_DATA", str(trace.of(spec)))
     exp, _, seed = bench_simulator.swim_day("drf")
     assert exp.workload(seed).n_tasks == 148_854
-    spec = yaml.safe_load(bench_simulator.SWIM_DAY.read_text())
-    spec["workload"]["files"] = ["FB-2009_samples_24_times_1hr_0_first50jobs.tsv"]
+    spec["workload"]["files"] = [first50]
     small = Path(tmp_path / "swim-50.yaml")
     small.write_text(yaml.safe_dump(spec))
     monkeypatch.setattr(bench_simulator, "SWIM_DAY", small)

@@ -31,6 +31,8 @@ SWIM_ROWS = {
     "FB-2010_samples_24_times_1hr_withInputPaths_0.tsv": 25428,
     "FB-2009_samples_24_times_1hr_0_first50jobs.tsv": 50,
 }
+SWIM_SAMPLE = "FB-2009_samples_24_times_1hr_0_first50jobs.tsv"
+GOOGLE_PART = "google-2011/task_events-part-00000-of-00500.csv.gz"
 
 
 # -- hierarchies ----------------------------------------------------------------
@@ -228,8 +230,8 @@ def test_cpu_mic_cluster_and_heterogeneity():
 
 # -- swim ----------------------------------------------------------------------------
 @pytest.mark.parametrize("name, rows", sorted(SWIM_ROWS.items()))
-def test_swim_row_counts(traces, name, rows):
-    frame, skipped = read_swim(traces / name)
+def test_swim_row_counts(trace, name, rows):
+    frame, skipped = read_swim(trace(name))
     assert len(frame) == rows and skipped == 0
 
 
@@ -240,13 +242,14 @@ def _swim_spec(**workload):
                      workload={"kind": "swim", **workload})
 
 
-def test_swim_bytes_become_tasks(traces):
-    exp = build_experiment(_swim_spec(files=["FB-2009_samples_24_times_1hr_0_first50jobs.tsv"],
-                                      assign="round-robin"), data_dir=str(traces))
+def test_swim_bytes_become_tasks(trace):
+    day = trace(SWIM_SAMPLE)
+    exp = build_experiment(_swim_spec(files=[SWIM_SAMPLE], assign="round-robin"),
+                           data_dir=str(trace.folder))
     jobs = {j.name: j for j in exp.workload(0).jobs}
     # job2 (SWIM example row): 53088744165 input bytes = 50629.6 MB -> 396 blocks
     # of 128 MB; 1510005522 shuffle bytes = 1440.0 MB -> 2 reduces of 1 GB.
-    frame, _ = read_swim(traces / "FB-2009_samples_24_times_1hr_0_first50jobs.tsv")
+    frame, _ = read_swim(day)
     row = frame.iloc[0]
     maps = max(1, int(np.ceil(row["map_input_bytes"] / 2**20 / 128)))
     first = jobs[f"{row['job']}-map"]
@@ -257,17 +260,18 @@ def test_swim_bytes_become_tasks(traces):
     assert len([j for j in jobs if j.endswith("-map")]) == 50
 
 
-def test_swim_week_and_determinism(traces):
-    spec = _swim_spec(files=["FB-2009_samples_24_times_1hr_0_first50jobs.tsv"], repeat=7)
-    a = build_experiment(spec, data_dir=str(traces)).workload(5)
-    b = build_experiment(spec, data_dir=str(traces)).workload(5)
+def test_swim_week_and_determinism(trace):
+    spec = _swim_spec(files=[SWIM_SAMPLE], repeat=7)
+    data_dir = str(trace.of(spec))
+    a = build_experiment(spec, data_dir=data_dir).workload(5)
+    b = build_experiment(spec, data_dir=data_dir).workload(5)
     assert [(j.leaf, j.submit) for j in a.jobs] == [(j.leaf, j.submit) for j in b.jobs]
     assert max(j.submit for j in a.jobs) > 6 * 86_400
     assert sum(j.name.endswith("-map") for j in a.jobs) == 7 * 50
 
 
-def _broken_copy(traces: Path, tmp_path: Path) -> Path:
-    lines = (traces / "FB-2009_samples_24_times_1hr_0_first50jobs.tsv").read_text().splitlines()
+def _broken_copy(day: Path, tmp_path: Path) -> Path:
+    lines = day.read_text().splitlines()
     fields = lines[6].split("\t")
     fields[3] = "12x4"
     lines[6] = "\t".join(fields)
@@ -276,8 +280,8 @@ def _broken_copy(traces: Path, tmp_path: Path) -> Path:
     return broken
 
 
-def test_swim_bad_line_names_file_line_and_field(traces, tmp_path, capsys):
-    broken = _broken_copy(traces, tmp_path)
+def test_swim_bad_line_names_file_line_and_field(trace, tmp_path, capsys):
+    broken = _broken_copy(trace(SWIM_SAMPLE), tmp_path)
     spec = tmp_path / "s.yaml"
     spec.write_text(yaml.safe_dump(_swim_spec(files=[str(broken)])))
     assert main(["validate", str(spec)]) == 2
@@ -305,37 +309,39 @@ def test_fallback_is_named_in_the_source(tmp_path):
 
 
 # -- google-2011 ---------------------------------------------------------------------
-def test_google_part_event_counts(traces):
-    part = traces / "google-2011/task_events-part-00000-of-00500.csv.gz"
+def test_google_part_event_counts(trace):
+    part = trace(GOOGLE_PART)
     events, skipped = read_task_events(part)
     assert len(events) == 450146 and skipped == 0
     counts = events["event"].value_counts()
     assert counts[0] == 201491 and counts[1] == 189994 and counts[4] == 43237
 
 
-def test_google_jobs_have_real_durations_and_demands(traces):
-    events, _ = read_task_events(traces / "google-2011/task_events-part-00000-of-00500.csv.gz")
+def test_google_jobs_have_real_durations_and_demands(trace):
+    events, _ = read_task_events(trace(GOOGLE_PART))
     jobs = job_table(events)
     assert (jobs["duration"] > 0).all() and (jobs["tasks"] >= 1).all()
     assert jobs["cpu"].between(0, 1).all() and jobs["mem"].between(0, 1).all()
     assert jobs["tasks"].sum() <= 43237  # at most one run per FINISH
 
 
-def test_google_sample_by_seed(traces):
-    exp = load_spec(EXPERIMENTS / "google-2011.yaml", data_dir=str(traces))
+def test_google_sample_by_seed(trace):
+    spec = EXPERIMENTS / "google-2011.yaml"
+    data_dir = str(trace.of(yaml.safe_load(spec.read_text())))
+    exp = load_spec(spec, data_dir=data_dir)
     a, b = exp.workload(0), exp.workload(1)
-    assert len(a.jobs) == 80 and "Google cluster-data 2011" in a.source
+    assert len(a.jobs) == 80 and "Google cluster-data 2011" in a.source and not a.fallback
     assert {j.name for j in a.jobs} != {j.name for j in b.jobs}
-    again = load_spec(EXPERIMENTS / "google-2011.yaml", data_dir=str(traces)).workload(0)
+    again = load_spec(spec, data_dir=data_dir).workload(0)
     assert [j.name for j in again.jobs] == [j.name for j in a.jobs]
     caps = exp.cluster.capacities.max(axis=0)
     assert all((j.demand <= caps).all() for j in a.jobs)
 
 
-def test_a_changed_google_part_is_parsed_again(traces, tmp_path):
+def test_a_changed_google_part_is_parsed_again(trace, tmp_path):
     # Parts are memoised per process by (path, size, mtime): rewriting a part
     # in place must give the new jobs, never the cached table.
-    src = traces / "google-2011/task_events-part-00000-of-00500.csv.gz"
+    src = trace(GOOGLE_PART)
     with gzip.open(src, "rt") as f:
         lines = f.read().splitlines()
     part = tmp_path / "part.csv.gz"
@@ -353,8 +359,8 @@ def test_a_changed_google_part_is_parsed_again(traces, tmp_path):
     assert jobs(100_000) == few
 
 
-def test_google_gzip_corruption_is_one_clear_error(traces, tmp_path):
-    src = traces / "google-2011/task_events-part-00001-of-00500.csv.gz"
+def test_google_gzip_corruption_is_one_clear_error(trace, tmp_path):
+    src = trace("google-2011/task_events-part-00001-of-00500.csv.gz")
     with gzip.open(src, "rt") as f:
         lines = f.read().splitlines()[:100]
     lines[41] = lines[41].replace(",", ",abc,", 1).rsplit(",", 1)[0]

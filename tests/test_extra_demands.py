@@ -5,7 +5,6 @@ asks for."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -77,13 +76,13 @@ def test_bad_extra_demands_are_named(change, where, says):
     assert err.value.where == where and says in str(err.value), str(err.value)
 
 
-def test_gpu_demands_for_google_trace_jobs(traces: Path):
+def test_gpu_demands_for_google_trace_jobs(trace):
     data = yaml.safe_load((EXPERIMENTS / "google-2011.yaml").read_text())
     data["cluster"] = SPEC["cluster"]
     data["hierarchy"] = {"kind": "full-binary", "levels": 2}
     data["workload"].pop("fallback")
     data["workload"]["extra_demands"] = [{"resource": "gpu", "amount": 1, "share": 0.3}]
-    exp = build_experiment(data, data_dir=str(traces))
+    exp = build_experiment(data, data_dir=str(trace.of(data)))
     wl = exp.workload(0)
     assert "google-2011" in wl.source and not wl.fallback
     with_gpu = sum(j.demand[2] > 0 for j in wl.jobs)

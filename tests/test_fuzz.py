@@ -16,14 +16,13 @@ import os
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
-import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hierfair.cli import main
 
-from .conftest import EXPERIMENTS, TRACES
+from .conftest import EXPERIMENTS
 
 THOROUGH = os.environ.get("HIERFAIR_FUZZ") == "thorough"
 SPEC_CASES = 2500 if THOROUGH else 120
@@ -123,12 +122,15 @@ def mutated_spec(draw) -> str:
 
 @FUZZ
 @given(text=mutated_spec(), really=st.integers(0, 9))
-def test_mutated_specs_are_accepted_or_refused_in_one_line(tmp_path_factory, text, really):
+def test_mutated_specs_are_accepted_or_refused_in_one_line(tmp_path_factory, trace_folder,
+                                                           text, really):
     root = tmp_path_factory.mktemp("fuzz")
     spec = root / "spec.yaml"
     spec.write_text(text)
     out = root / "out"
-    data_dir = ["--data-dir", str(TRACES), "--max-memory", "2G"]
+    # the real traces when there are any; without them, specs fall back or are refused
+    data_dir = ["--data-dir", str(trace_folder)] if trace_folder.is_dir() else []
+    data_dir += ["--max-memory", "2G"]
     code, stdout, err = cli(["validate", str(spec), *data_dir])
     assert_clean(code, err, text)
     execute = THOROUGH and really == 0 and code == 0
@@ -150,8 +152,8 @@ DAMAGE = ["\x00", '"', "'", "\t", "\t\t", "-1", "1e999", "nan", "inf", "", "ü",
 
 
 @st.composite
-def damaged_trace(draw) -> tuple[str, str]:
-    lines = (TRACES / SWIM_SAMPLE).read_text().splitlines(keepends=True)
+def damaged_trace(draw, text: str) -> tuple[str, str]:
+    lines = text.splitlines(keepends=True)
     for _ in range(draw(st.integers(1, 3))):
         i = draw(st.integers(0, len(lines) - 1))
         line = lines[i]
@@ -181,26 +183,24 @@ def damaged_trace(draw) -> tuple[str, str]:
 
 @settings(max_examples=TRACE_CASES, deadline=None, derandomize=not THOROUGH,
           suppress_health_check=list(HealthCheck))
-@given(case=damaged_trace())
-def test_damaged_trace_lines_are_read_or_named(tmp_path_factory, case):
-    if not TRACES.is_dir():
-        pytest.skip(f"no trace folder at {TRACES}")
-    text, on_bad_line = case
+@given(data=st.data())
+def test_damaged_trace_lines_are_read_or_named(tmp_path_factory, trace, data):
+    text, on_bad_line = data.draw(damaged_trace(trace(SWIM_SAMPLE).read_text()), label="case")
     root = tmp_path_factory.mktemp("trace")
-    trace = root / "day.tsv"
-    trace.write_text(text, encoding="utf-8", errors="surrogatepass")
+    damaged = root / "day.tsv"
+    damaged.write_text(text, encoding="utf-8", errors="surrogatepass")
     spec = root / "spec.yaml"
     spec.write_text(yaml.safe_dump({
         "name": "t", "cluster": {"resources": ["cpu", "mem"],
                                  "servers": [{"count": 4, "capacity": {"cpu": 8, "mem": 16}}]},
         "hierarchy": {"A": {}, "B": {}},
-        "workload": {"kind": "swim", "files": [str(trace)], "max_tasks": 5,
+        "workload": {"kind": "swim", "files": [str(damaged)], "max_tasks": 5,
                      "on_bad_line": on_bad_line},
         "algorithms": ["drf"]}))
     code, _, err = cli(["validate", str(spec)])
     assert_clean(code, err, text)
     if code == 2:
-        assert trace.name in err or "workload" in err, err
+        assert damaged.name in err or "workload" in err, err
 
 
 def test_the_fuzzer_sees_every_shipped_spec():

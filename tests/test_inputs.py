@@ -161,8 +161,8 @@ def swim_spec(tmp_path: Path, trace: str, **workload) -> Path:
     return write(tmp_path, data)
 
 
-def corrupt(tmp_path: Path, traces: Path, line: int, old: str, new: str) -> Path:
-    lines = (traces / SWIM_DAY).read_text().splitlines(keepends=True)
+def corrupt(tmp_path: Path, day: Path, line: int, old: str, new: str) -> Path:
+    lines = day.read_text().splitlines(keepends=True)
     lines[line - 1] = lines[line - 1].replace(old, new, 1)
     path = tmp_path / "day.tsv"
     path.write_text("".join(lines))
@@ -173,21 +173,21 @@ def corrupt(tmp_path: Path, traces: Path, line: int, old: str, new: str) -> Path
     ("\t", "\t\x00", "the line holds a NUL byte"),
     ("\t", '\t"', "the line holds a quote character"),
 ])
-def test_a_corrupt_trace_line_is_named(tmp_path, traces, capsys, old, new, problem):
-    trace = corrupt(tmp_path, traces, 7, old, new)
-    err = one_line_error(capsys, ["validate", str(swim_spec(tmp_path, str(trace)))])
-    assert f"{trace}: line 7: {problem}" in err, err
+def test_a_corrupt_trace_line_is_named(tmp_path, trace, capsys, old, new, problem):
+    bad = corrupt(tmp_path, trace(SWIM_DAY), 7, old, new)
+    err = one_line_error(capsys, ["validate", str(swim_spec(tmp_path, str(bad)))])
+    assert f"{bad}: line 7: {problem}" in err, err
     # skipping bad lines is announced and recorded
-    path = swim_spec(tmp_path, str(trace), on_bad_line="skip")
+    path = swim_spec(tmp_path, str(bad), on_bad_line="skip")
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--jobs", "1"]) == 0
     assert "note: " in (err := capsys.readouterr().err) and "1 bad lines skipped" in err
     runs = pd.read_parquet(tmp_path / "out" / "t" / "runs.parquet")
     assert (runs["input_skipped_lines"] == 1).all()
 
 
-def test_skipped_lines_are_printed_once(tmp_path, traces, capsys):
-    trace = corrupt(tmp_path, traces, 3, "\t", "\t\x00")
-    path = swim_spec(tmp_path, str(trace), on_bad_line="skip")
+def test_skipped_lines_are_printed_once(tmp_path, trace, capsys):
+    bad = corrupt(tmp_path, trace(SWIM_DAY), 3, "\t", "\t\x00")
+    path = swim_spec(tmp_path, str(bad), on_bad_line="skip")
     assert main(["validate", str(path)]) == 0
     err = capsys.readouterr().err.splitlines()
     notes = [line for line in err if line.startswith("hierfair: note: ")]
@@ -205,20 +205,21 @@ def test_an_empty_trace_is_an_error(tmp_path, capsys):
     assert f"{empty}: the trace has no data lines" in err
 
 
-def test_out_of_order_submits_are_sorted_with_a_note(tmp_path, traces, capsys):
-    lines = (traces / SWIM_DAY).read_text().splitlines(keepends=True)
+def test_out_of_order_submits_are_sorted_with_a_note(tmp_path, trace, capsys):
+    lines = trace(SWIM_DAY).read_text().splitlines(keepends=True)
     lines[4], lines[5] = lines[5], lines[4]
-    trace = tmp_path / "swapped.tsv"
-    trace.write_text("".join(lines))
-    path = swim_spec(tmp_path, str(trace))
+    swapped = tmp_path / "swapped.tsv"
+    swapped.write_text("".join(lines))
+    path = swim_spec(tmp_path, str(swapped))
     assert main(["validate", str(path)]) == 0
     assert "swapped.tsv: 1 lines out of submit-time order, sorted by submit time" in \
         capsys.readouterr().err
 
 
 # -- the run cache knows its input --------------------------------------------------------
-def test_a_run_over_a_trace_that_appears_or_changes_is_rerun(tmp_path, traces, capsys,
+def test_a_run_over_a_trace_that_appears_or_changes_is_rerun(tmp_path, trace, capsys,
                                                              monkeypatch):
+    day = trace(SWIM_DAY)
     monkeypatch.delenv("HIERFAIR_DATA", raising=False)
     data_dir = tmp_path / "data"
     data_dir.mkdir()
@@ -232,7 +233,7 @@ def test_a_run_over_a_trace_that_appears_or_changes_is_rerun(tmp_path, traces, c
     first = pd.read_parquet(out / "t" / "runs.parquet")
     assert first["input_fallback"].all()
 
-    shutil.copy(traces / SWIM_DAY, data_dir / "day.tsv")  # the trace appears
+    shutil.copy(day, data_dir / "day.tsv")  # the trace appears
     assert main(run) == 0
     err = capsys.readouterr().err
     assert "cached" not in err and "not found" not in err
