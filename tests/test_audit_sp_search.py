@@ -5,6 +5,8 @@ DRF's theorem holds, costs what it says, and is deterministic."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -77,6 +79,22 @@ def test_search_finds_static_hdrfs_mix_change_violation():
     lied = oracle_useful(MIX, {"g1/l1": tuple(said)})["g1/l1"]
     assert lied / truth - 1 >= 0.03
     assert lied / truth - 1 == pytest.approx(r.gain, abs=2e-3)
+
+
+def test_a_lower_non_dominant_requirement_gains_against_the_proof_sketch():
+    # Theorem 3's sketch: a leaf that lowers a non-dominant requirement "would
+    # receive less of the resources with the decreased requirements".  With
+    # g1/l1 truly <0.9, 1, 0> (memory dominant), declaring about 0.67 CPU per
+    # GB instead of 0.9 gains it about 5 % (29.1 -> 30.6 tasks).
+    inst = replace(MIX, demands=tuple((path, (0.9, 1.0, 0.0) if path == "g1/l1" else d)
+                                      for path, d in MIX.demands))
+    r = assess(probe(inst, "static-hdrf"), group=False).result
+    (liar,) = r.liars
+    said = np.array(r.declared[liar.leaf])
+    assert r.gain >= 0.03
+    assert said[1] == liar.demand[1] and said[0] < liar.demand[0] and said[2] == 0
+    lied = oracle_useful(inst, {"g1/l1": tuple(said)})["g1/l1"]
+    assert lied / oracle_useful(inst, {})["g1/l1"] - 1 >= 0.03
 
 
 def test_group_search_finds_siblings_both_better_off():

@@ -114,6 +114,7 @@ class _Measurer:
         #: the claim being measured states a theorem about divisible resources
         self.fluid = False
         self._jobs: pd.DataFrame | None = None
+        self._allocations: dict[tuple[str, tuple[str, ...], int, int], Any] = {}
         # a bound named by label is measured once, however many labels it bounds
         self._seen: dict[tuple[str, str, bool], Measured] = {}
 
@@ -276,13 +277,16 @@ class _Measurer:
         """The static allocation's value; with ``grain`` k every task is cut
         into k tasks of 1/k the demand (and churn is k times as many ends),
         in the whole task's units: the fluid allocation as k grows."""
-        exp = self.exp
-        if check.without:
-            exp = _without(exp, check.without)
-        if grain > 1:
-            exp = _refined(exp, grain)
-        algo = next(a for a in exp.spec.algorithms if a.display == label)
-        row = allocate(exp, algo, churn=check.churn * grain).node(check.node)
+        key = (label, tuple(check.without), check.churn, grain)
+        if key not in self._allocations:  # one allocation serves every node and resource
+            exp = self.exp
+            if check.without:
+                exp = _without(exp, check.without)
+            if grain > 1:
+                exp = _refined(exp, grain)
+            algo = next(a for a in exp.spec.algorithms if a.display == label)
+            self._allocations[key] = allocate(exp, algo, churn=check.churn * grain)
+        row = self._allocations[key].node(check.node)
         return float(row[check.resource]) / (grain if check.resource == "tasks" else 1)
 
     def whole_and_fluid(self, check: CheckSpec, label: str) -> tuple[float, list[float]]:
