@@ -16,7 +16,7 @@ length (60 s by default) and ``durations`` one per job.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field, PositiveFloat, PositiveInt
@@ -45,6 +45,9 @@ class ClusterParams(Strict):
     heterogeneity: PositiveFloat = 16.0
     pooled: bool = False
     placement: Literal["first-fit", "best-fit"] = "first-fit"
+    #: ``cluster.headroom``, as for servers written out; validated (and used) by
+    #: hierfair.experiment.spec (HeadroomSpec): here only so the schema shows it.
+    headroom: str | dict[str, Any] | None = None
 
 
 def cluster_size(p: ClusterParams) -> int:

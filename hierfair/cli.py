@@ -179,7 +179,7 @@ def _plans(args: argparse.Namespace) -> list:
 def _validate(args: argparse.Namespace) -> int:
     for path, _data, planned in _plans(args):
         exp = planned.experiment
-        wl = exp.workload(exp.spec.seeds[0])
+        wl = exp.workload(exp.spec.seed_list[0])
         print(f"{path}: ok ({exp.spec.name}: {len(planned.runs)} run(s); "
               f"{exp.cluster.n_servers} server(s), {len(exp.hierarchy.leaves)} leaves, "
               f"{len(wl.jobs)} jobs, {wl.n_tasks} tasks; input: {wl.source})")
@@ -269,7 +269,7 @@ def _run(args: argparse.Namespace) -> int:
             for line in describe_plan(planned.runs, out / planned.experiment.spec.name):
                 print(f"  {line}")
         return 0
-    failures = []
+    failures, every = [], []
     for path, data, planned in specs:
         base = planned.experiment
         frame = sweep(data, out, source=path, data_dir=args.data_dir, jobs=args.jobs,
@@ -278,8 +278,14 @@ def _run(args: argparse.Namespace) -> int:
                       planned=planned)
         bad = frame[frame["status"] != "ok"]
         failures += [f"{base.spec.name}/{r.run}: {r.status}: {r.error}" for r in bad.itertuples()]
-        _print_verdicts(base.spec.name, read_verdicts(out / base.spec.name))
+        verdicts = read_verdicts(out / base.spec.name)
+        _print_verdicts(base.spec.name, verdicts)
+        every += verdicts
         print(out / base.spec.name)
+    if every:
+        from hierfair.experiment.claims import count_verdicts
+
+        print(f"claims: {count_verdicts(every)}", file=sys.stderr)
     if failures:
         print(f"hierfair: {len(failures)} run(s) did not finish:", file=sys.stderr)
         for line in failures:

@@ -95,7 +95,7 @@ def _show(value: Any) -> str:
 #: (``duration.constrained-float``): not fields, so not shown.
 _UNION_BRANCH = re.compile(r"^(constrained-\w+|list\[.*\]|dict\[.*\]|function-\w+\[.*\]|"
                            r"literal\[.*\]|nullable\[.*\]|tuple\[.*\]|float|int|str|bool|"
-                           r"bytes|none)$")
+                           r"bytes|none|<\w+>)$")  # <tag>: a discriminated union's branch
 
 
 def _fields(loc: tuple[Any, ...] | list[Any]) -> list[Any]:

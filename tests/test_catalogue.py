@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from hierfair.experiment.spec import read_yaml
@@ -64,3 +65,26 @@ def test_a_small_catalogue_by_hand(tmp_path: Path):
     assert "0 checked at the paper's own setting, 1 only by a proxy, 1 not checked yet" in rows[2]
     assert rows[-2] == ("| `a-2` | §2 | Another. | — | [s](#s), proxy: smaller | x 1.0 | "
                         "refuted |")
+
+
+def test_the_catalogue_labels_agree_with_the_specs():
+    """Each item's label in docs/reproductions.md (heading and summary table)
+    is what the spec claims carrying its id make it: faithful, proxy or partly
+    proxy (and in what ways), or missing (issue 25: the page had drifted)."""
+    from hierfair.experiment.coverage import claims_by_item, disagreements, spec_files
+
+    by_item = claims_by_item(spec_files(EXPERIMENTS))
+    items = read_catalogue(CATALOGUE)
+    headings = {item.id: item.label for item in items}
+    assert disagreements(headings, by_item) == []
+    tables = dict(re.findall(r"^\| `([a-z0-9-]+)` \| [^|]+ \| ([^|]+) \|$",
+                             CATALOGUE.read_text(), re.M))
+    assert set(tables) == set(headings)
+    assert disagreements({k: v.strip() for k, v in tables.items()}, by_item) == []
+
+
+def test_every_proxy_claim_says_how_it_differs():
+    for path in sorted(EXPERIMENTS.glob("**/*.yaml")):
+        for claim in read_yaml(path).get("claims") or []:
+            if claim.get("proxy"):
+                assert claim.get("proxy_kind"), (path.name, claim["claim"][:60])

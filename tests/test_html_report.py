@@ -70,13 +70,17 @@ def test_each_experiment_gets_the_figures_that_answer_it(report):
     assert found["chosen"] == ["shares"]  # the spec's report: block
 
 
-def test_the_page_opens_with_claims_and_properties_then_sections(report):
+def test_the_page_opens_with_the_summary_claims_and_properties_then_sections(report):
     page = report.read_text()
     order = list(sections(page))
-    assert order[:2] == ["claims", "properties"] and set(order[2:]) == {
+    assert order[:3] == ["summary", "claims", "properties"] and set(order[3:]) == {
         "load", "scaling", "chosen"}
     body = sections(page)
+    assert "1 hold, 0 refuted" in body["summary"] and "verdict-holds" in body["summary"]
     assert "A gets 3 tasks" in body["claims"] and "verdict-holds" in body["claims"]
+    # grouped by paper (DRF §4.1 -> DRF), then spec, each claim folded over its checks
+    assert 'id="paper-drf"' in body["claims"] and '<a href="#load">load</a>' in body["claims"]
+    assert '<details class="claim" id="claim-load-1">' in body["claims"]
     assert "Fairness properties (audit)" in body["properties"]
     assert "<table>" in body["properties"] and "|---" not in body["properties"]
     runs = body["load"]
@@ -86,6 +90,7 @@ def test_the_page_opens_with_claims_and_properties_then_sections(report):
         assert head in runs, head
     assert "<th>hierarchy.levels</th>" in body["scaling"]
     assert "Across seeds" in runs
+    assert '<details class="runs">' in runs  # the runs table is folded under the figures
 
 
 def test_report_block_names_are_validated():

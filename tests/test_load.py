@@ -158,8 +158,8 @@ def test_the_report_gives_means_and_intervals_over_seeds(tmp_path):
     write_report(tmp_path)
     readme = (tmp_path / "README.md").read_text()
     assert "Across seeds (mean ± half-width of the 95 % interval)" in readme
-    from hierfair.experiment.claims import _aggregate
+    from hierfair.report.fmt import num
 
-    drf = _aggregate(frame[frame["label"] == "drf"]["makespan"].tolist())
+    drf = frame[frame["label"] == "drf"]["makespan"].mean()
     row = next(line for line in readme.splitlines() if line.startswith("| drf | 3 |"))
-    assert row.split(" | ")[2].startswith(f"{drf.value:.4g} ± ")
+    assert row.split(" | ")[2].startswith(f"{num(drf)} ± ")

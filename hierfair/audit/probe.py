@@ -3,9 +3,11 @@
 A :class:`Probe` fills the cluster (every job at time 0, tasks placed until
 none fits; optionally ``churn`` rounds of the earliest task ending), runs the
 system in time (:meth:`Probe.run`), and does either on a variant of the
-experiment: some leaves gone (``without``) or some leaves declaring another
-demand (``lies``).  Answers are cached per question.  Everything is read off
-the experiment, so a counterexample spec answers exactly as the audit did.
+experiment: some leaves gone (``without``), some leaves declaring another
+demand (``lies``), or every task cut into ``finer`` tasks of 1/``finer`` its
+demand (whole tasks made finer, as the claims' ``grain`` does).  Answers are
+cached per question.  Everything is read off the experiment, so a
+counterexample spec answers exactly as the audit did.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class Probe:
         self._shared = {} if shared is None else shared  # per experiment, across algorithms
         self.algorithm = (algorithm if isinstance(algorithm, AlgorithmSpec)
                           else AlgorithmSpec(name=algorithm))
-        self.seed = exp.spec.seeds[0]
+        self.seed = exp.spec.seed_list[0]
         self._fills: dict[tuple, Fill] = {}
         self._runs: dict[tuple, pd.DataFrame] = {}
 
@@ -97,14 +99,19 @@ class Probe:
         return self._shared[key]
 
     # -- questions ------------------------------------------------------------
-    def fill(self, churn: int = 0, without: tuple[str, ...] = (), lies: Lies = ()) -> Fill:
-        key = (churn, without, lies)
+    def fill(self, churn: int = 0, without: tuple[str, ...] = (), lies: Lies = (),
+             finer: int = 1) -> Fill:
+        """``finer`` k: every task cut into k tasks of 1/k its demand (lies too)."""
+        key = (churn, without, lies, finer)
         if key not in self._fills:
-            exp, policy = self._variant(without, lies), self._policy()
+            exp, policy = self._variant(without, lies, finer), self._policy()
             fractional = getattr(policy, "fractional", None)
             if fractional is not None:  # a static definition: shares, no tasks, pooled
                 alloc, tasks = fractional(exp.hierarchy, self.total, exp.workload(self.seed))
-                self._fills[key] = Fill(shares=alloc / self.total, tasks=tasks,
+                have = self.total > 0
+                shares = np.divide(alloc, self.total, out=np.zeros_like(alloc),
+                                   where=have[None, :])
+                self._fills[key] = Fill(shares=shares, tasks=tasks,
                                         free=(self.total - alloc[0])[None, :])
                 return self._fills[key]
             sim = exp.simulator(policy, self.seed)
@@ -116,6 +123,35 @@ class Probe:
             self._fills[key] = Fill(shares=sim.alloc / self.total, tasks=sim.running.copy(),
                                     free=free)
         return self._fills[key]
+
+    @cached_property
+    def exact(self) -> bool:
+        """The algorithm answers with its exact fluid allocation (static H-DRF's
+        fractional one), not with whole tasks."""
+        return getattr(self._policy(), "fractional", None) is not None
+
+    def useful(self, lies: Lies = (), finer: int = 1) -> dict[int, float]:
+        """Each demanding leaf's *useful* tasks when the leaves in ``lies``
+        declare those demands: how many of its true (whole-size) tasks the
+        bundle it holds once the cluster is full runs -- min over the
+        resources it truly needs of held / needed, fractional.  A declaration
+        the algorithm cannot run at all (it raises) gets the liars nothing."""
+        try:
+            fill = self.fill(lies=lies, finer=finer)
+        except Exception:  # a lie the algorithm cannot run gains nothing
+            if not lies:
+                raise
+            return {self.exp.hierarchy.index(path): 0.0 for path, _ in lies}
+        out = {}
+        for leaf in np.flatnonzero(self.demands.any(axis=1)):
+            d = self.demands[leaf]
+            used = d > 0
+            if (self.total[used] <= 0).any():  # needs a resource the cluster lacks
+                out[int(leaf)] = 0.0
+                continue
+            held = fill.shares[leaf, used] * self.total[used]
+            out[int(leaf)] = float(np.min(held / d[used]))
+        return out
 
     def first_fill_tasks(self) -> int:
         """How many tasks run once the cluster is first full: the churn that
@@ -135,13 +171,14 @@ class Probe:
     def _policy(self) -> BasePolicy:
         return make_policy(self.algorithm.name, self.algorithm.params)
 
-    def _variant(self, without: tuple[str, ...], lies: Lies) -> Experiment:
-        if not without and not lies:
+    def _variant(self, without: tuple[str, ...], lies: Lies, finer: int = 1) -> Experiment:
+        if not without and not lies and finer == 1:
             return self.exp
         h = self.exp.hierarchy
         gone = {h.index(p) for p in without}
         lie = {h.index(p): np.array(d, dtype=float) for p, d in lies}
-        jobs = [replace(j, demand=lie.get(j.leaf, j.demand))
+        jobs = [replace(j, demand=lie.get(j.leaf, j.demand) / finer,
+                        durations=np.repeat(j.durations, finer))
                 for j in self.workload.jobs if j.leaf not in gone]
         kept = replace(self.workload, jobs=tuple(replace(j, id=i) for i, j in enumerate(jobs)))
         clone = replace(self.exp, _workloads={})

@@ -19,7 +19,7 @@ tasks").
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +27,7 @@ import pandas as pd
 
 from hierfair.audit.oracle import guarantee, progressive_filling
 from hierfair.audit.probe import Fill, Probe
+from hierfair.audit import misreport
 from hierfair.experiment.claims import time_statistic
 
 HDRF = ("static-hdrf", "hdrf", "hdrf-fast")
@@ -70,7 +71,8 @@ class Property:
     metric: bool = False  # a number beside the pass/fail properties
     #: how the magnitude scales when every task is made k times smaller:
     #: "share" (an absolute share, compare as is), "tasks" (a count, divide by
-    #: k), "" (not refined: exact counts or times)
+    #: k), "" (not refined by the runner: exact counts or times, or a
+    #: check that measures finer tasks itself and sets ``fine``)
     refine: str = ""
 
 
@@ -187,78 +189,39 @@ def envy_leaves(p: Probe) -> Outcome:
     return _envy(p, lambda i, j: g[i] / g[j], "scaled by guarantee")
 
 
-def _lies(p: Probe, leaf: int) -> list[tuple[float, ...]]:
-    """Misreports of one leaf: a used resource doubled (same support), an
-    unused one added, every resource doubled (a bundle of two tasks)."""
-    d, out = p.demands[leaf], []
-    for r in range(len(d)):
-        row = d.copy()
-        if d[r] > 0:
-            row[r] *= 2
-        elif p.total[r] > 0:
-            row[r] = d.max()
-        else:
-            continue
-        out.append(tuple(float(v) for v in row))
-    out.append(tuple(float(v) for v in 2 * d))
-    return out
-
-
-def _liars(p: Probe) -> list[int]:
-    """At most two liars: the demanding leaves with the lowest and the highest
-    dominant share when everyone tells the truth (first in pre-order at ties)."""
-    leaves, dom = _leaves(p), p.fill().dominant
-    if len(leaves) < 2:
-        return []
-    order = sorted(leaves, key=lambda i: (dom[i], i))
-    return sorted({order[0], order[-1]})
-
-
-def _gain(p: Probe, lies: dict[int, tuple[float, ...]]) -> dict[int, float]:
-    """Each liar's useful tasks (of its true demand) minus what the truth got
-    it, less the rounding its declared task allows (a bundle of c tasks: c - 1)."""
-    paths = p.exp.hierarchy.paths
-    fill = p.fill(lies=tuple((paths[i], d) for i, d in sorted(lies.items())))
-    out = {}
-    for leaf, lie in lies.items():
-        d, said = p.demands[leaf], np.array(lie)
-        cover = math.floor(min(said[r] / d[r] for r in np.flatnonzero(d > 0)) + EPS)
-        # a declared task covering c true tasks rounds by up to c of them:
-        # count only what is beyond that granularity
-        out[leaf] = float(fill.tasks[leaf] * cover - p.fill().tasks[leaf]) - (cover - 1)
-    return out
-
-
 def strategy_proofness(p: Probe) -> Outcome | str:
-    liars = _liars(p)
-    if not liars:
-        return "fewer than two demanding leaves"
-    worst, witness, paths = 0.0, "", p.exp.hierarchy.paths
-    for leaf in liars:
-        for lie in _lies(p, leaf):
-            gain = _gain(p, {leaf: lie})[leaf]
-            if gain > worst:
-                worst, witness = gain, (f"{paths[leaf]} declaring {_vec(lie)} for "
-                                        f"{_vec(p.demands[leaf])} gains {gain:g} useful tasks")
-    return Outcome(worst, 1.0, witness)
+    return _misreports(p, group=False)
 
 
 def group_strategy_proofness(p: Probe) -> Outcome | str:
-    h, leaves = p.exp.hierarchy, _leaves(p)
-    pair = next(((i, j) for i in leaves for j in leaves
-                 if i < j and h.parent[i] == h.parent[j]), None)
-    if pair is None:
-        return "no two demanding sibling leaves"
-    worst, witness = 0.0, ""
-    for a in _lies(p, pair[0])[:2]:
-        for b in _lies(p, pair[1])[:2]:
-            gains = _gain(p, {pair[0]: a, pair[1]: b})
-            best = max(gains.values())
-            if min(gains.values()) >= 0 and best > worst:
-                worst = best
-                witness = (f"{h.paths[pair[0]]} declaring {_vec(a)} and {h.paths[pair[1]]} "
-                           f"{_vec(b)}: gains {gains[pair[0]]:g} and {gains[pair[1]]:g} tasks")
-    return Outcome(worst, 1.0, witness)
+    return _misreports(p, group=True)
+
+
+def _misreports(p: Probe, group: bool) -> Outcome | str:
+    """The largest relative gain in useful tasks a misreport search found
+    (:mod:`hierfair.audit.misreport`), and the misreport, as the witness."""
+    found = misreport.assess(p, group)
+    if isinstance(found, str):
+        return found
+    r, paths = found.result, p.exp.hierarchy.paths
+    names = p.exp.cluster.resources
+    lies = []
+    for x in r.liars:
+        said, got = r.declared[x.leaf], x.truth + r.gains[x.leaf] * x.scale
+        how = (f"truthful {_vec(x.demand)}" if np.array_equal(said, x.demand) else
+               f"declaring {_vec(said)} for {_vec(x.demand)} "
+               f"({_kind(x.demand, said, names)})")
+        lies.append(f"{paths[x.leaf]} {how}: {x.truth:.4g} -> {got:.4g} useful tasks, "
+                    f"{r.gains[x.leaf]:+.2%}")
+    witness = "; ".join(lies) if r.gain > 1e-9 else "no misreport gained anything"
+    witness += f" ({found.evaluations} allocations over {found.sets} liar sets"
+    if found.fine is not None:
+        same = found.fine_declared == r.declared
+        witness += (f"; with tasks {misreport.REFINE}x finer "
+                    f"{'this misreport' if same else 'exact static H-DRF best misreport'} "
+                    f"gains {found.fine:+.2%}")
+    witness += ")"
+    return Outcome(r.gain, r.tol, witness, fine=found.fine)
 
 
 def sharing_incentive(p: Probe) -> Outcome | str:
@@ -348,6 +311,21 @@ def _longest_zero(rows: pd.DataFrame, until: float) -> tuple[float, float]:
     return longest, start
 
 
+def _kind(true: np.ndarray, declared: Sequence[float], names: Sequence[str]) -> str:
+    """What a declaration changes: added or dropped resources, other ratios
+    among the kept ones, or only the scale."""
+    d, t = np.asarray(declared, dtype=float), np.asarray(true, dtype=float)
+    added = [names[r] for r in np.flatnonzero((d > 0) & (t <= 0))]
+    dropped = [names[r] for r in np.flatnonzero((d <= 0) & (t > 0))]
+    both = (d > 0) & (t > 0)
+    ratio = d[both] / t[both]
+    parts = (["adds " + "+".join(added)] if added else []) + \
+        (["drops " + "+".join(dropped)] if dropped else [])
+    if len(ratio) > 1 and ratio.max() > ratio.min() * (1 + 1e-6):
+        parts.append("other ratios")
+    return ", ".join(parts) if parts else "scaled"
+
+
 def _vec(v) -> str:
     return "<" + ", ".join(f"{x:g}" for x in v) + ">"
 
@@ -387,13 +365,14 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in (
              refine="tasks"),
     Property("envy-leaves", "envy-freeness between any leaves (scaled by guarantee)", "tasks",
              envy_leaves, refine="tasks"),
+    # the misreport search re-measures whole-task misses with finer tasks itself
     Property("strategy-proofness", "strategy-proofness (one leaf misreports)",
-             "useful tasks", strategy_proofness,
-             promised={"drf": "DRF §1", **{a: "H-DRF §4.2, Theorem 3" for a in HDRF}},
-             refine="tasks"),
-    Property("group-strategy-proofness", "group strategy-proofness (two siblings misreport)",
-             "useful tasks", group_strategy_proofness,
-             promised={a: "H-DRF §4.2, Theorem 3" for a in HDRF}, refine="tasks"),
+             "relative gain in useful tasks", strategy_proofness,
+             promised={"drf": "DRF §1", **{a: "H-DRF §4.2, Theorem 3" for a in HDRF}}),
+    Property("group-strategy-proofness",
+             "group strategy-proofness (2-3 sibling leaves misreport)",
+             "relative gain in useful tasks", group_strategy_proofness,
+             promised={a: "H-DRF §4.2, Theorem 3" for a in HDRF}),
     Property("sharing-incentive", "sharing incentive (one-level trees)", "tasks",
              sharing_incentive,
              promised={"drf": "DRF §1", **{a: "H-DRF §4.1 (implied by Theorem 2)" for a in HDRF}},

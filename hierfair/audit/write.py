@@ -8,6 +8,7 @@ spec whose claim ``hierfair run`` shows refuted, and write the table
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
 from collections.abc import Callable
@@ -91,19 +92,34 @@ def _shrink_property(prop: str, cells: list[tuple[str, int]], shape: Shape) -> l
 
 def _write_specs(folder: Path, found: list[Found]) -> list[Found]:
     folder.mkdir(parents=True, exist_ok=True)
+    kept = {}  # when each counterexample was first found: its history survives a rewrite
     for old in folder.glob("*.yaml"):  # the folder is the audit's own
+        kept[old.name] = _history(old)
         old.unlink()
     write_text(FOLDER_NOTE, folder / "README.md")
     written = []
     for f in found:
         f = replace(f, file=str(folder / f"{f.prop}--{f.algorithm}.yaml"))
-        write_text(spec_text(f), Path(f.file))
+        write_text(spec_text(f, kept.get(Path(f.file).name)), Path(f.file))
         written.append(f)
     return written
 
 
-def spec_text(f: Found) -> str:
-    """The counterexample as a commented spec with one refuted claim."""
+def _history(path: Path) -> list[dict] | None:
+    """The expectation history of a counterexample spec written before."""
+    try:
+        claims = (yaml.safe_load(path.read_text()) or {}).get("claims") or [{}]
+    except (OSError, yaml.YAMLError):
+        return None
+    history = claims[0].get("history")
+    if not history or history[-1].get("new") != "refuted":
+        return None
+    return [{**h, "date": str(h.get("date"))} for h in history]  # YAML may read a date
+
+
+def spec_text(f: Found, history: list[dict] | None = None) -> str:
+    """The counterexample as a commented spec with one refuted claim; its
+    ``history:`` says when the audit first found it (kept across rewrites)."""
     p = PROPERTIES[f.prop]
     source = p.promised.get(f.algorithm) or p.disclaimed.get(f.algorithm) or \
         "property audit (docs/properties.md)"
@@ -116,6 +132,9 @@ def spec_text(f: Found) -> str:
         "source": source,
         "published": "property",
         "expect": "refuted",
+        "history": history or [{
+            "date": datetime.date.today().isoformat(), "old": "holds", "new": "refuted",
+            "why": f"hierfair audit found this counterexample (instance {f.origin})"}],
         "note": (f"Measured: {o.witness}; {p.unit} {o.magnitude:.4g} beyond the whole-task "
                  f"tolerance {o.tol:.4g}" + _finer(o) + "."),
         "checks": [{"algorithm": f.algorithm, "property": f.prop, "below": _bound(o.tol)}],

@@ -48,7 +48,7 @@ class Allocation:
 def allocate(exp: Experiment, algorithm: str | AlgorithmSpec, churn: int = 0,
              seed: int | None = None) -> Allocation:
     algo = algorithm if isinstance(algorithm, AlgorithmSpec) else AlgorithmSpec(name=algorithm)
-    seed = exp.spec.seeds[0] if seed is None else seed
+    seed = exp.spec.seed_list[0] if seed is None else seed
     policy = make_policy(algo.name, algo.params)
     fractional = getattr(policy, "fractional", None)
     if fractional is not None:  # a static definition: no tasks, no churn

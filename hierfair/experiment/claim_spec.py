@@ -9,6 +9,7 @@ can validate claims without importing what evaluates them.
 from __future__ import annotations
 
 import builtins
+from datetime import date
 from typing import Any, Literal
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, field_validator, model_validator
@@ -78,25 +79,84 @@ class CheckSpec(Strict):
         return [self.algorithm] if isinstance(self.algorithm, str) else list(self.algorithm)
 
 
+Expectation = Literal["holds", "refuted", "inconclusive", "untestable"]
+#: How a proxy check differs from the paper's own: at a smaller scale, over a
+#: shorter run, by another metric, on an input rebuilt from the paper's
+#: outputs, at another setting (parameters the paper leaves unsaid, another
+#: workload), or on one instance of a property stated for all.
+ProxyKind = Literal["smaller", "shorter", "other metric", "reconstructed", "other setting",
+                    "one instance"]
+
+
+class HistoryEntry(Strict):
+    """One change of a claim's ``expect:``: when, from what, to what, and why
+    (an expectation never follows a run silently)."""
+
+    date: date
+    old: Expectation
+    new: Expectation
+    why: str = Field(min_length=1)
+
+
 class ClaimSpec(Strict):
     claim: str = Field(min_length=1)
     source: str = Field(min_length=1)
     checks: list[CheckSpec] = Field(min_length=1)
-    #: False for a claim known not to hold in this model; ``note`` says why.
-    #: Tests hold every spec to it, so a change that alters a verdict is seen.
+    #: The model gap that makes this claim untestable here (a mechanism the
+    #: paper used that hierfair does not model); the verdict is then
+    #: "untestable", never "refuted".  ``reproduced: false`` is its old
+    #: spelling (``note`` then names the gap).
+    untestable: str = ""
     reproduced: bool = True
-    #: "refuted" for a published claim that our checks show to be false (a
-    #: finding, not a model difference); tests hold every spec to it.
-    expect: Literal["holds", "refuted"] = "holds"
-    #: Why a claim may not hold here (a model difference), shown with the verdict.
+    #: The verdict this spec expects: "holds" for a published claim, the
+    #: gap's "untestable" for a named gap; any other value, or a change of it,
+    #: carries a ``history:`` entry.  Tests hold every spec to it.
+    expect: Expectation | None = None
+    history: list[HistoryEntry] = Field(default_factory=list)
+    #: The claim states a property of divisible resources (DRF's SI, EF, SP;
+    #: H-DRF's Theorems 1-4; scale invariance; MCH's guarantee): its
+    #: allocation checks are decided on the fluid allocation (every task cut
+    #: 100 times finer, in the whole task's units), and the verdict with whole
+    #: tasks is reported beside it -- a difference is a whole-task finding,
+    #: never a refutation of the theorem.
+    fluid: bool = False
+    #: What a reader should know besides (how the check reads the paper).
     note: str = ""
-    #: Set when the checks test something easier than the paper states (a
-    #: smaller setting, another metric): how they differ.  Empty: faithful.
+    #: Set when the checks test something else than the paper states (a
+    #: smaller setting, another metric, a reconstructed input): how they
+    #: differ.  Empty: faithful.
     proxy: str = ""
+    #: In what ways a proxy differs, as docs/reproductions.md labels it.
+    proxy_kind: list[ProxyKind] = Field(default_factory=list)
     #: The paper's number(s) as printed, for the report's table ("250 %").
     published: str = ""
     #: The item of docs/reproductions.md this claim checks.
     id: str = ""
+
+    @model_validator(mode="after")
+    def _expectation_has_a_history(self) -> ClaimSpec:
+        if bool(self.proxy) != bool(self.proxy_kind) and self.proxy_kind:
+            raise ValueError("proxy_kind says how a proxy differs: give the proxy text too")
+        if not self.reproduced and not self.untestable:
+            self.untestable = self.note or "a known model difference"
+        default = "untestable" if self.untestable else "holds"
+        if self.expect is None:
+            self.expect = self.history[-1].new if self.history else default
+        h = self.history
+        for k, entry in enumerate(h):
+            if k and entry.old != h[k - 1].new:
+                raise ValueError(f"history[{k}].old is {entry.old!r} but history[{k - 1}] "
+                                 f"changed the expectation to {h[k - 1].new!r}")
+            if k and entry.date < h[k - 1].date:
+                raise ValueError(f"history[{k}] is dated before history[{k - 1}]")
+        last = h[-1].new if h else default
+        if self.expect != last:
+            raise ValueError(
+                f"expect is {self.expect!r} but " + (
+                    f"the last history entry changed it to {last!r}" if h else
+                    f"a claim expects {default!r} unless a history entry "
+                    "(date, old, new, why) records the change"))
+        return self
 
 
 def validate(claims: list[ClaimSpec], labels: list[str], paths: tuple[str, ...],

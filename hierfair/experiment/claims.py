@@ -35,7 +35,8 @@ hold is a finding, reported as such, not an error.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -45,107 +46,59 @@ import pandas as pd
 from hierfair.errors import SpecError
 from hierfair.experiment.allocate import allocate
 from hierfair.experiment.claim_spec import Bound, CheckSpec
+from hierfair.experiment.detail import detail_table
 from hierfair.experiment.improvement import improvement_between
 from hierfair.experiment.results import write_text
+from hierfair.experiment.results import WALL_CLOCK_COLUMNS
 from hierfair.experiment.spec import Experiment
+from hierfair.experiment.stats import Decision, Sample, combine, decide_bound, decide_equals
+from hierfair.experiment.verdict import (
+    CheckResult,
+    Verdict,
+    count_verdicts,
+    expected_verdict,
+    verdict_word,
+)
 from hierfair.sim.model import shown
 
 
 @dataclass(frozen=True)
-class CheckResult:
-    algorithm: str
-    measures: str  # what was measured, in words
-    expected: str
-    measured: float
-    holds: bool
-    #: Why the check could not be measured (failed or timed-out runs): n/a.
-    missing: str = ""
-    seeds: int = 0  # how many seeds the value averages (0: not over runs)
-    ci95: float = 0.0  # half-width of the 95 % interval over seeds
-
-
-@dataclass(frozen=True)
-class Verdict:
-    claim: str
-    source: str
-    note: str
-    reproduced: bool  # what the spec expects: False for a known model difference
-    checks: tuple[CheckResult, ...]
-    expect: str = "holds"  # "refuted": the published claim is false here (a finding)
-    proxy: str = ""
-    published: str = ""
-    id: str = ""
-
-    @property
-    def holds(self) -> bool:
-        return all(c.holds for c in self.checks)
-
-    @property
-    def verdict(self) -> str:
-        """``n/a`` when a check could not be measured, else ``holds`` or ``refuted``."""
-        if any(c.missing for c in self.checks):
-            return "n/a"
-        return "holds" if self.holds else "refuted"
-
-    def to_json(self) -> dict[str, Any]:
-        reasons = sorted({c.missing for c in self.checks if c.missing})
-        return {"id": self.id, "claim": self.claim, "source": self.source, "note": self.note,
-                "reproduced": self.reproduced, "expect": self.expect, "proxy": self.proxy,
-                "published": self.published, "verdict": self.verdict, "holds": self.holds,
-                "reason": "; ".join(reasons), "checks": [asdict(c) for c in self.checks]}
-
-
-def expected_verdict(verdict: dict[str, Any]) -> str:
-    """What the spec says the verdict should be: refuted for a published claim
-    found false (``expect: refuted``) or a known model difference."""
-    return "refuted" if verdict["expect"] == "refuted" or not verdict["reproduced"] else "holds"
-
-
-def verdict_word(verdict: dict[str, Any]) -> str:
-    """How a verdict (as in claims.json) reads in a report or a log line."""
-    word = verdict["verdict"]
-    if word == "n/a":
-        return f"n/a ({verdict['reason']})"
-    if word == "refuted" and not verdict["reproduced"]:
-        return "refuted (a known model difference, see note)"
-    if word == "refuted" and verdict["expect"] != "refuted":
-        return "REFUTED (unexpectedly)"
-    if word == "holds" and expected_verdict(verdict) == "refuted":
-        return "holds (the spec expects refuted)"
-    return word
-
-
-def count_verdicts(verdicts: list[dict[str, Any]]) -> str:
-    """``3 hold, 1 refuted, 0 n/a`` -- the summary line's counts."""
-    words = [v["verdict"] for v in verdicts]
-    return (f"{words.count('holds')} hold, {words.count('refuted')} refuted, "
-            f"{words.count('n/a')} n/a")
-
-
-@dataclass(frozen=True)
 class Measured:
-    """One number a check compares, with how it was aggregated."""
+    """One number a check compares: its value, and the per-run values it
+    comes from (``sample``, indexed by seed and grid point; None for a
+    deterministic value such as a static allocation)."""
 
     value: float
     missing: str = ""  # why it could not be measured: the verdict is n/a
-    seeds: int = 0
-    ci95: float = 0.0
+    sample: pd.Series | None = None
+    #: A fluid claim's allocation check: the value with whole tasks (``value``
+    #: is then the finest grain's).
+    whole: float | None = None
+
+    @property
+    def seeds(self) -> int:
+        return 0 if self.sample is None else len(self.sample)
 
 
-#: Student's t quantile t(0.975, n - 1) for n = 2..30 (no scipy needed); 1.96 past 30.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
-         2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
-         2.064, 2.060, 2.056, 2.052, 2.048, 2.045)
+def _measured(sample: pd.Series) -> Measured:
+    return Measured(float(sample.mean()), sample=sample)
 
 
-def _aggregate(values: list[float]) -> Measured:
-    """Mean over runs (seeds, grid points) with a 95 % t-interval half-width."""
-    v = np.asarray(values, dtype=float)
-    if len(v) < 2:
-        return Measured(float(v.mean()), seeds=len(v))
-    t = _T975[len(v) - 2] if len(v) - 2 < len(_T975) else 1.96
-    return Measured(float(v.mean()), seeds=len(v),
-                    ci95=float(t * v.std(ddof=1) / np.sqrt(len(v))))
+#: What pairs two runs of different algorithms: the same seed and grid point.
+_KEY = ("seed", "grid_point")
+
+
+def _keyed(rows: pd.DataFrame, values: pd.Series) -> pd.Series:
+    """``values`` (aligned with ``rows``) indexed by what makes two runs'
+    inputs the same: the run seed (the base seed and the grid point's
+    non-algorithm values), else the seed and grid point."""
+    if "run_seed" in rows:
+        return pd.Series(values.to_numpy(dtype=float), index=pd.Index(
+            rows["run_seed"].to_numpy(), name="run_seed"))
+    grid = rows["grid_point"] if "grid_point" in rows else pd.Series(0, index=rows.index)
+    index = pd.MultiIndex.from_arrays([rows["seed"].to_numpy(), grid.to_numpy()],
+                                      names=list(_KEY))
+    return pd.Series(values.to_numpy(dtype=float), index=index)
 
 
 class _Measurer:
@@ -158,20 +111,77 @@ class _Measurer:
         self.runs = runs[runs["status"] == "ok"]
         self.allocations = allocations
         self.folder = folder
+        #: the claim being measured states a theorem about divisible resources
+        self.fluid = False
+        self._jobs: pd.DataFrame | None = None
+        self._allocations: dict[tuple[str, tuple[str, ...], int, int], Any] = {}
         # a bound named by label is measured once, however many labels it bounds
-        self._seen: dict[tuple[str, str], Measured] = {}
+        self._seen: dict[tuple[str, str, bool], Measured] = {}
 
     def __call__(self, check: CheckSpec, label: str, where: str) -> Measured:
-        key = (where, label)
+        key = (where, label, self.fluid)
         if key not in self._seen:
             self._seen[key] = self._measure(check, label, where)
         return self._seen[key]
 
+    @cached_property
+    def deterministic(self) -> bool:
+        """Whether a run's outcome does not depend on its seed: the same
+        workload for two seeds, and no random faults.  Then one run is exact."""
+        spec = self.exp.spec
+        if spec.faults.mtbf is not None or spec.faults.task_failure > 0:
+            return False
+        a, b = (self.exp.workload(s) for s in (0, 1))
+        return len(a.jobs) == len(b.jobs) and all(
+            x.leaf == y.leaf and x.submit == y.submit and x.after == y.after
+            and np.array_equal(x.demand, y.demand) and np.array_equal(x.durations, y.durations)
+            for x, y in zip(a.jobs, b.jobs, strict=True))
+
+    def sample(self, m: Measured, *, noisy: bool = False, ratio: bool = False) -> Sample:
+        """The sample a check decides on: exact when the value cannot vary
+        (no runs, runs that agree, or one run of a seed-independent workload;
+        wall-clock values always vary), one run, or a t sample."""
+        if m.sample is None:
+            return Sample(np.array([m.value]), "exact")
+        v = m.sample.to_numpy(dtype=float)
+        if v.size > 1 and np.all(v == v[0]):
+            return Sample(v, "exact")
+        if v.size == 1:
+            return Sample(v, "exact" if self.deterministic and not noisy else "one run")
+        return Sample(v, "ratio" if ratio else "t")
+
+    def versus(self, got: Measured, other: Measured, *, noisy: bool = False) -> Sample:
+        """``got`` minus ``other``: paired by seed and grid point when their runs
+        pair up one to one, else Welch's two groups."""
+        a, b = got.sample, other.sample
+        assert a is not None and b is not None
+        if len(a) == len(b) and a.index.is_unique and \
+                a.index.sort_values().equals(b.index.sort_values()):
+            diff = self.sample(Measured(0.0, sample=a - b.reindex(a.index)), noisy=noisy)
+            return diff._replace(method="paired t") if diff.method == "t" else diff
+        return Sample(a.to_numpy(dtype=float), "Welch", b.to_numpy(dtype=float))
+
+    def identical(self, check: CheckSpec, label: str, other: str, where: str) -> int:
+        """How many paired runs ``label`` and ``other`` have, when every pair
+        gave the identical schedule (runs.parquet's schedule_digest); else 0."""
+        if "schedule_digest" not in self.runs or label == other:
+            return 0
+        a, b = self._rows(check, label, where), self._rows(check, other, where)
+        keys = ["run_seed"] if "run_seed" in a else [k for k in _KEY if k in a]
+        pairs = a[[*keys, "schedule_digest"]].merge(b[[*keys, "schedule_digest"]], on=keys)
+        if pairs.empty or len(pairs) != len(a) or pairs.isna().to_numpy().any():
+            return 0
+        same = pairs["schedule_digest_x"] == pairs["schedule_digest_y"]
+        return len(pairs) if same.all() else 0
+
     def _measure(self, check: CheckSpec, label: str, where: str) -> Measured:
         if check.property is not None:
             return self._property(check, label)  # probes the spec itself, no runs
-        if check.over == "allocation" and check.node is not None:
-            return Measured(self._allocation(check, label))  # no runs involved
+        if check.over == "allocation" and check.node is not None:  # no runs involved
+            if self.fluid:
+                whole, finer = self.whole_and_fluid(check, label)
+                return Measured(finer[-1], whole=whole)
+            return Measured(self._allocation(check, label))
         missing = self._failed(check, label, where)
         for other in (check.improvement_over, check.relative_to):
             if other is not None:
@@ -187,9 +197,9 @@ class _Measurer:
             values = self._improvement(check, label, where)
         else:
             values = self._over_run(check, label, where)
-        if not values:
+        if values.empty:
             return Measured(float("nan"), f"no ok run of {label} to measure")
-        return _aggregate(values)
+        return _measured(values)
 
     def _failed(self, check: CheckSpec, label: str, where: str) -> str:
         """Why runs this check needs did not finish ("" when they all did)."""
@@ -215,40 +225,43 @@ class _Measurer:
             rows = rows[(rows[column] == value) | rows[column].isna()]
         return rows
 
-    def _metric(self, check: CheckSpec, label: str, where: str) -> list[float]:
+    def _metric(self, check: CheckSpec, label: str, where: str) -> pd.Series:
         if check.metric not in self.runs:
             raise SpecError("no such column in runs.parquet", where=f"{where}.metric",
                             value=check.metric)
         rows = self._rows(check, label, where)
         if check.relative_to is None and check.baseline_where is None:
-            return [float(v) for v in rows[check.metric]]
+            return _keyed(rows, rows[check.metric])
         # pair each run with its baseline: the other label's run of the same
         # seed and grid point, or the run of the same seed at baseline_where
-        keys = [k for k in ("seed", "grid_point") if k in rows]
+        # the same inputs: the run seed (the grid's algorithm parameters aside)
+        keys = ["run_seed"] if "run_seed" in rows else [k for k in _KEY if k in rows]
         base_check = check
         if check.baseline_where is not None:
             keys = ["seed"]
             base_check = check.model_copy(update={"where": check.baseline_where})
         base = self._rows(base_check, check.relative_to or label, where)
-        pairs = rows[[*keys, check.metric]].merge(base[[*keys, check.metric]], on=keys,
+        mine = [*dict.fromkeys([*keys, *(k for k in ("run_seed", *_KEY) if k in rows)])]
+        pairs = rows[[*mine, check.metric]].merge(base[[*keys, check.metric]], on=keys,
                                                   suffixes=("", "_base"))
-        return [float(a / b) for a, b in zip(pairs[check.metric], pairs[check.metric + "_base"])
-                if b]
+        pairs = pairs[pairs[check.metric + "_base"] != 0]
+        return _keyed(pairs, pairs[check.metric] / pairs[check.metric + "_base"])
 
-    def _improvement(self, check: CheckSpec, label: str, where: str) -> list[float]:
-
+    def _improvement(self, check: CheckSpec, label: str, where: str) -> pd.Series:
         if self.folder is None:
-            return []
+            return pd.Series(dtype=float)
+        if self._jobs is None:  # read once for every improvement check
+            self._jobs = detail_table(self.folder, "jobs", self.all_runs)
         jobs = improvement_between(self.folder, label, check.improvement_over,
-                                   where=check.where or None)
+                                   where=check.where or None, jobs=self._jobs)
         if check.leaf is not None:
             jobs = jobs[jobs["leaf"] == check.leaf]
-        values = []
-        for _, group in jobs.groupby("seed"):
+        values = {}
+        for seed, group in jobs.groupby("seed"):
             v = group["improvement"].dropna().to_numpy(dtype=float)
             if len(v):
-                values.append(float(getattr(np, check.stat)(v)))
-        return values
+                values[(seed, -1)] = float(getattr(np, check.stat)(v))
+        return pd.Series(values, dtype=float)
 
     def _property(self, check: CheckSpec, label: str) -> Measured:
         from hierfair.audit.probe import Probe  # the audit builds on the harness
@@ -260,26 +273,40 @@ class _Measurer:
             return Measured(float("nan"), out)
         return Measured(out.magnitude)
 
-    def _allocation(self, check: CheckSpec, label: str) -> float:
+    def _allocation(self, check: CheckSpec, label: str, grain: int = 1) -> float:
+        """The static allocation's value; with ``grain`` k every task is cut
+        into k tasks of 1/k the demand (and churn is k times as many ends),
+        in the whole task's units: the fluid allocation as k grows."""
+        key = (label, tuple(check.without), check.churn, grain)
+        if key not in self._allocations:  # one allocation serves every node and resource
+            exp = self.exp
+            if check.without:
+                exp = _without(exp, check.without)
+            if grain > 1:
+                exp = _refined(exp, grain)
+            algo = next(a for a in exp.spec.algorithms if a.display == label)
+            self._allocations[key] = allocate(exp, algo, churn=check.churn * grain)
+        row = self._allocations[key].node(check.node)
+        return float(row[check.resource]) / (grain if check.resource == "tasks" else 1)
 
-        exp = self.exp
-        if check.without:
-            exp = _without(exp, check.without)
-        algo = next(a for a in exp.spec.algorithms if a.display == label)
-        row = allocate(exp, algo, churn=check.churn).node(check.node)
-        return float(row[check.resource])
+    def whole_and_fluid(self, check: CheckSpec, label: str) -> tuple[float, list[float]]:
+        """A fluid claim's allocation check: its value with whole tasks, and
+        with tasks FLUID_GRAINS times finer (the last decides)."""
+        return (self._allocation(check, label),
+                [self._allocation(check, label, k) for k in FLUID_GRAINS])
 
-    def _over_run(self, check: CheckSpec, label: str, where: str) -> list[float]:
+    def _over_run(self, check: CheckSpec, label: str, where: str) -> pd.Series:
         if self.allocations is None:
-            return []
+            return pd.Series(dtype=float)
+        rows = self._rows(check, label, where)
         values = []
-        for run in self._rows(check, label, where)["run"]:
+        for run in rows["run"]:
             series = self.allocations[(self.allocations["run"] == run)
                                       & (self.allocations["path"] == shown(check.node))]
             end = float(self.allocations.loc[self.allocations["run"] == run, "time"].max())
             values.append(time_statistic(series, self._quantity(series, check.resource),
                                           check.stat, check.window, end))
-        return values
+        return _keyed(rows, pd.Series(values, index=rows.index, dtype=float))
 
     def _quantity(self, series: pd.DataFrame, resource: str) -> np.ndarray:
         if resource == "tasks":
@@ -312,17 +339,34 @@ def time_statistic(series: pd.DataFrame, values: np.ndarray, stat: str,
     return float(values[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
 
 
+#: How much finer tasks are cut to judge a fluid claim (H-DRF and DRF state
+#: their theorems for divisible resources): the finest decides.
+FLUID_GRAINS = (10, 100)
+
+
+def _refined(exp: Experiment, k: int) -> Experiment:
+    """The experiment with every task cut into ``k`` tasks of 1/k its demand."""
+    from dataclasses import replace
+
+    seed = exp.spec.seed_list[0]
+    jobs = tuple(replace(j, demand=j.demand / k, durations=np.repeat(j.durations, k))
+                 for j in exp.workload(seed).jobs)
+    clone = replace(exp, _workloads={})
+    clone._workloads[seed] = replace(exp.workload(seed), jobs=jobs)
+    return clone
+
+
 def _without(exp: Experiment, leaves: list[str]) -> Experiment:
     """The experiment with the jobs of ``leaves`` (or of any leaf below them) removed."""
     from dataclasses import replace
 
-    workload = exp.workload(exp.spec.seeds[0])
+    workload = exp.workload(exp.spec.seed_list[0])
     gone = {i for i, p in enumerate(exp.hierarchy.paths)
             if any(p == leaf or p.startswith(leaf + "/") for leaf in leaves)}
     kept_jobs = [j for j in workload.jobs if j.leaf not in gone]
     kept = replace(workload, jobs=tuple(replace(j, id=i) for i, j in enumerate(kept_jobs)))
     clone = replace(exp, _workloads={})
-    clone._workloads[exp.spec.seeds[0]] = kept
+    clone._workloads[exp.spec.seed_list[0]] = kept
     return clone
 
 
@@ -351,37 +395,80 @@ def _describe(check: CheckSpec) -> str:
 def evaluate(exp: Experiment, runs: pd.DataFrame, allocations: pd.DataFrame | None = None,
              folder: Path | None = None) -> list[Verdict]:
     """Every claim of ``exp``'s spec, measured on its results (``folder``: the
-    results folder, for checks over jobs)."""
+    results folder, for checks over jobs) and decided by its interval
+    (hierfair.experiment.stats)."""
     measure = _Measurer(exp, runs, allocations, folder)
     verdicts = []
     for i, claim in enumerate(exp.spec.claims):
-        results = []
-        for j, check in enumerate(claim.checks):
-            where = f"claims[{i}].checks[{j}]"
-            bounds = {k: getattr(check, k) for k in ("below", "above")}
-            for label in check.labels:
-                got = measure(check, label, where)
-                limits = {k: measure(check, b, where) if isinstance(b, str) else Measured(b)
-                          for k, b in bounds.items() if b is not None}
-                missing = got.missing or next((m.missing for m in limits.values()
-                                               if m.missing), "")
-                value = got.value
-                expected, holds = [], not np.isnan(value) and not missing
-                if check.equals is not None:
-                    expected.append(f"= {check.equals:g} ± {check.tol:g}")
-                    holds &= abs(value - check.equals) <= check.tol
-                for key, sign in (("below", "<"), ("above", ">")):
-                    if key in limits:
-                        bound = limits[key].value
-                        expected.append(f"{sign} {_bound(bounds[key], bound)}")
-                        holds &= bool(value < bound if key == "below" else value > bound)
-                results.append(CheckResult(label, _describe(check), " and ".join(expected),
-                                           float(value), bool(holds), missing, got.seeds,
-                                           got.ci95))
-        verdicts.append(Verdict(claim.claim, claim.source, claim.note, claim.reproduced,
-                                tuple(results), claim.expect, claim.proxy, claim.published,
-                                claim.id))
+        measure.fluid = claim.fluid
+        results = [_check(measure, check, label, f"claims[{i}].checks[{j}]")
+                   for j, check in enumerate(claim.checks) for label in check.labels]
+        verdicts.append(Verdict(
+            claim.claim, claim.source, claim.note, tuple(results), claim.expect or "holds",
+            claim.untestable, claim.proxy, claim.published, claim.id,
+            tuple(e.model_dump(mode="json") for e in claim.history), claim.fluid,
+            tuple(claim.proxy_kind)))
     return verdicts
+
+
+def _check(measure: _Measurer, check: CheckSpec, label: str, where: str) -> CheckResult:
+    """One label's result of one check: every condition decided by its interval."""
+    got = measure(check, label, where)
+    bounds = {k: b for k in ("below", "above") if (b := getattr(check, k)) is not None}
+    limits = {k: measure(check, b, where) if isinstance(b, str) else Measured(b)
+              for k, b in bounds.items()}
+    missing = got.missing or next((m.missing for m in limits.values() if m.missing), "")
+    expected = ([f"= {check.equals:g} ± {check.tol:g}"] if check.equals is not None else [])
+    expected += [f"{'<' if k == 'below' else '>'} {_bound(bounds[k], m.value)}"
+                 for k, m in limits.items()]
+    base = dict(algorithm=label, measures=_describe(check), expected=" and ".join(expected),
+                measured=float(got.value), missing=missing, seeds=got.seeds)
+    if missing or np.isnan(got.value):
+        return CheckResult(outcome="n/a", **base)
+    noisy = check.metric in WALL_CLOCK_COLUMNS
+    # a claim about how schedules differ cannot be tested on identical schedules
+    # (what a scheduler costs can: wall-clock claims compare computation)
+    others = [b for b in bounds.values() if isinstance(b, str)]
+    others += [o for o in (check.relative_to, check.improvement_over) if o is not None]
+    same = [n for o in others if (n := measure.identical(check, label, o, where))]
+    if others and len(same) == len(others) and not noisy and check.metric != "decisions" \
+            and check.equals is None:  # "the same as X" is what identical schedules confirm
+        return CheckResult(outcome="untestable", reason=(
+            f"{label} and {', '.join(others)} give the identical schedule on every one "
+            f"of the {same[0]} paired runs"), **base)
+    outcome, deciding, of = _decide(measure, check, got, limits, noisy)
+    reason = ("one run of a workload that depends on the seed: no interval (add seeds)"
+              if deciding.method == "one run" else
+              "the interval crosses the claimed bound (add seeds)"
+              if outcome == "inconclusive" else "")
+    if got.whole is not None:  # a fluid claim: decided fluid, whole tasks beside it
+        whole = {k: Measured(m.value if m.whole is None else m.whole) for k, m in limits.items()}
+        whole_outcome = _decide(measure, check, Measured(got.whole), whole, noisy)[0]
+        return CheckResult(outcome=outcome, low=deciding.low, high=deciding.high,
+                           method=f"exact, tasks {FLUID_GRAINS[-1]}× finer (fluid)",
+                           whole_tasks=got.whole, whole_outcome=whole_outcome, **base)
+    return CheckResult(outcome=outcome, low=deciding.low, high=deciding.high,
+                       method=deciding.method + of, reason=reason, **base)
+
+
+def _decide(measure: _Measurer, check: CheckSpec, got: Measured,
+            limits: dict[str, Measured], noisy: bool) -> tuple[str, Decision, str]:
+    """Every condition of a check decided by its interval: the outcome, the
+    deciding condition, and what its interval is of."""
+    ratio = check.relative_to is not None or check.baseline_where is not None
+    own = measure.sample(got, noisy=noisy, ratio=ratio)
+    decisions = []  # (decision, what its interval is of)
+    if check.equals is not None:
+        decisions.append((decide_equals(own, check.equals, check.tol), ""))
+    for key, m in limits.items():
+        if m.sample is None:
+            decisions.append((decide_bound(own, m.value, key == "below"), ""))
+        else:
+            diff = decide_bound(measure.versus(got, m, noisy=noisy), 0.0, key == "below")
+            decisions.append((diff, f" of the difference from {getattr(check, key)}"))
+    outcome = combine([d.outcome for d, _ in decisions])
+    deciding, of = next((d, of) for d, of in decisions if d.outcome == outcome)
+    return outcome, deciding, of
 
 
 def _bound(given: Bound, value: float) -> str:

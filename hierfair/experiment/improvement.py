@@ -246,9 +246,11 @@ def grid_columns(runs: pd.DataFrame) -> list[str]:
 
 def improvement_between(folder: str | Path, label_a: str, label_b: str,
                         where: Mapping[str, Any] | None = None, *,
-                        relative_to: RelativeTo = "response_b") -> pd.DataFrame:
+                        relative_to: RelativeTo = "response_b",
+                        jobs: pd.DataFrame | None = None) -> pd.DataFrame:
     """:func:`response_time_improvement` of ``label_a`` over ``label_b`` for
-    every seed and grid point of a sweep.
+    every seed and grid point of a sweep (``jobs``: the folder's jobs table
+    when the caller has read it already).
 
     ``folder`` is one spec's results folder (``OUT/<spec>``, holding
     runs.parquet and jobs.parquet).  The ok runs of the two labels are paired
@@ -304,7 +306,8 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
                         f"{label_b}", where=str(runs_path), value=unpaired[:3])
 
     wanted = sorted({*paired["run_a"], *paired["run_b"]})
-    jobs = detail_table(folder, "jobs", runs[runs["run"].isin(wanted)])
+    if jobs is None:
+        jobs = detail_table(folder, "jobs", runs[runs["run"].isin(wanted)])
     if jobs is None:
         raise SpecError("these runs kept no jobs table", where=str(folder))
     jobs = jobs[jobs["run"].isin(wanted)]  # an older folder's table has every run

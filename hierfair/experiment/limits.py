@@ -28,6 +28,8 @@ MAX_AMOUNT = 1e12
 MIN_WEIGHT, MAX_WEIGHT = 1e-9, 1e9
 #: Seeds feed numpy's SeedSequence and are stored as int64.
 MAX_SEED = 2**32 - 1
+#: The most seeds an adaptive ``seeds: {min, max}`` may run.
+MAX_ADAPTIVE_SEEDS = 200
 #: Levels of nesting in a spec (a hand-written tree of depth d nests 2d deep).
 MAX_NESTING = 200
 #: Servers, hierarchy nodes and tasks of one run, whatever the memory says.

@@ -48,9 +48,9 @@ HOGS_MIN_TASKS = 500
 
 
 def summarize(result: SimulationResult, mice_max_tasks: int = MICE_MAX_TASKS,
-              hogs_min_tasks: int = HOGS_MIN_TASKS) -> dict[str, float | int]:
+              hogs_min_tasks: int = HOGS_MIN_TASKS) -> dict[str, float | int | str]:
     """The metrics of one run, as a flat mapping (one row of runs.parquet)."""
-    out: dict[str, float | int] = {"makespan": result.makespan}
+    out: dict[str, float | int | str] = {"makespan": result.makespan}
     # utilisation over the run: to the last finish, or to where it was stopped
     stopped = result.stopped_at
     out["stopped_at"] = float("nan") if stopped is None else stopped
@@ -85,6 +85,8 @@ def summarize(result: SimulationResult, mice_max_tasks: int = MICE_MAX_TASKS,
         out[key] = float(counts[key])
     # the MCH letter's "total run time" (§IV-B): every decision's time summed
     out["scheduling_seconds"] = float(counts["scheduling_seconds"])
+    # claims comparing schedulers whose schedules are identical are untestable
+    out["schedule_digest"] = result.schedule_digest
     return out
 
 

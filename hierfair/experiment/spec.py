@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import yaml
-from pydantic import Field, PositiveInt, ValidationError, field_validator, model_validator
+from pydantic import Discriminator, Field, PositiveInt, Tag, ValidationError, field_validator, model_validator
 
 from hierfair.algorithms import ALGORITHMS, make_policy
 from hierfair.datasets import (
@@ -44,10 +44,11 @@ from hierfair.datasets import (
     parse_workload,
 )
 from hierfair.datasets.base import BuildContext
-from hierfair.errors import SpecError, from_pydantic
+from hierfair.errors import SpecError, did_you_mean, from_pydantic
 from hierfair.experiment.claim_spec import ClaimSpec
 from hierfair.experiment.claim_spec import validate as validate_claims
 from hierfair.experiment.limits import (
+    MAX_ADAPTIVE_SEEDS,
     MAX_TIME,
     Amount,
     PositiveTime,
@@ -60,7 +61,7 @@ from hierfair.experiment.limits import (
 from hierfair.experiment.spec_base import Strict
 from hierfair.sim import Faults, Interruptions, Simulator
 from hierfair.sim.model import Cluster, Hierarchy, Workload
-from hierfair.sim.placement import PLACEMENTS
+from hierfair.sim.placement import PLACEMENTS, Headroom, KeepHeadroom
 from hierfair.sim.policy import BasePolicy
 
 
@@ -70,10 +71,66 @@ class ServerSpec(Strict):
     name: str | None = None
 
 
+#: What ``cluster.headroom.size`` may name besides a vector (docs/spec.md).
+HEADROOM_SIZES = ("largest-task", "largest-dominant")
+
+
+def _size_form(value: Any) -> str:
+    """Which form ``cluster.headroom.size`` takes (an error names its problem)."""
+    return "<vector>" if isinstance(value, dict) else "<name>"
+
+
+class HeadroomSpec(Strict):
+    """``cluster.headroom``: resources kept free on every server for the
+    largest task (H-DRF §5, §5.2; docs/algorithms.md, "Per-server headroom").
+    ``headroom: largest-task`` is short for ``headroom: {size: largest-task}``;
+    ``headroom: none`` (or null) is no headroom."""
+
+    #: ``largest-task``: the componentwise maximum of the workload's task
+    #: demands; ``largest-dominant``: the demand of the task with the largest
+    #: dominant share (ties: their componentwise maximum); or a vector
+    #: ``{resource: amount}`` (resources left out: 0).
+    size: Annotated[Annotated[str, Tag("<name>")] | Annotated[dict[str, Amount], Tag("<vector>")],
+                    Discriminator(_size_form)]
+    #: Which tasks may use the headroom: a task whose demand covers it on every
+    #: resource, or whose dominant share is at least the headroom's.
+    exempt: Literal["componentwise", "dominant-share"] = "componentwise"
+    #: What the other tasks leave free on their server: the headroom on every
+    #: resource, or only on the resources they demand.
+    keep: Literal["all", "used"] = "all"
+    #: Whether what the tasks that may use the headroom hold on a server counts
+    #: as headroom kept there (else the others leave a whole headroom free
+    #: beside them).
+    count_exempt: bool = False
+    #: The algorithms (by name) that keep it; None: every algorithm.
+    algorithms: list[str] | None = Field(None, min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        return {"size": v} if isinstance(v, str) else v
+
+    @field_validator("size")
+    @classmethod
+    def _size(cls, v: str | dict[str, float]) -> str | dict[str, float]:
+        if isinstance(v, str) and v not in HEADROOM_SIZES:
+            raise ValueError(f"unknown headroom size; choose {' or '.join(HEADROOM_SIZES)}, "
+                             "or a vector {resource: amount}")
+        return v
+
+
+def _no_headroom(v: Any) -> Any:
+    return None if v is None or (isinstance(v, str) and v.lower() == "none") else v
+
+
 class ClusterSpec(Strict):
     resources: list[str] = Field(min_length=1)
     servers: list[ServerSpec] = Field(min_length=1)
     placement: Literal["first-fit", "best-fit"] = "first-fit"
+    #: Kept free on every server for the largest task (HeadroomSpec; docs/spec.md).
+    headroom: HeadroomSpec | None = None
+
+    _none = field_validator("headroom", mode="before")(_no_headroom)
 
     @field_validator("resources")
     @classmethod
@@ -142,6 +199,32 @@ TableName = Literal["jobs", "tasks", "allocations", "utilization", "decisions", 
                     "preemptions"]
 
 
+def _seeds_form(value: Any) -> str:
+    """Which form ``seeds:`` takes, so that an error names that form's problem."""
+    return "<range>" if isinstance(value, dict | SeedRange) else "<list>"
+
+
+class SeedRange(Strict):
+    """Adaptive seeds: as many as the claims need to be decided, within bounds."""
+
+    min: int = Field(ge=2, le=MAX_ADAPTIVE_SEEDS)
+    max: int = Field(ge=2, le=MAX_ADAPTIVE_SEEDS)
+    step: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SeedRange:
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max}) is below min ({self.min})")
+        return self
+
+    def first(self, n: int | None = None) -> list[int]:
+        return list(range(self.min if n is None else n))
+
+    def more(self, n: int) -> int | None:
+        """How many seeds after ``n`` when a claim is still inconclusive (None: none)."""
+        return None if n >= self.max else min(self.max, n + (self.step or self.min))
+
+
 class Spec(Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
@@ -149,11 +232,18 @@ class Spec(Strict):
     hierarchy: dict[str, Any] = Field(min_length=1)
     workload: dict[str, Any]
     algorithms: list[AlgorithmSpec] = Field(min_length=1)
-    seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1)
+    #: The base seeds, or ``{min, max, step}``: run seeds 0..min-1, and while a
+    #: claim is inconclusive add ``step`` more (0, 1, 2, ... in order) up to max.
+    seeds: Annotated[Annotated[list[Seed], Tag("<list>")] | Annotated[SeedRange, Tag("<range>")],
+                     Discriminator(_seeds_form)] = Field(default_factory=lambda: [0])
     #: Simulated seconds after which a run stops (H-DRF §5.3.2 stops at
     #: 604,800 s, one week): later events are not run, and what has not
     #: finished by then stays unfinished.  None: run until everything finishes.
     stop_at: PositiveTime | None = None
+    #: Run the algorithms of one seed and grid point one after another in one
+    #: worker process (the first algorithm rotating with the seed), so that
+    #: wall-clock claims compare measurements made alike (MCH Fig. 5).
+    interleave: bool = False
     #: The detail tables each run keeps (default: all).  A long run may keep
     #: fewer: ``allocations`` alone has ~5 rows per task, and is not even
     #: recorded when left out.
@@ -168,6 +258,12 @@ class Spec(Strict):
     report: ReportSpec = Field(default_factory=ReportSpec)
     #: Published statements this spec reproduces, checked after a run (hierfair.experiment.claims).
     claims: list[ClaimSpec] = Field(default_factory=list)
+
+
+    @property
+    def seed_list(self) -> list[int]:
+        """The base seeds to run first (an adaptive range's first ``min``)."""
+        return self.seeds.first() if isinstance(self.seeds, SeedRange) else list(self.seeds)
 
     @field_validator("grid")
     @classmethod
@@ -207,6 +303,8 @@ class Experiment:
     hierarchy: Hierarchy
     placement: str = "first-fit"
     data_dir: str | None = None
+    #: ``cluster.headroom`` as validated (None: no headroom).
+    headroom: HeadroomSpec | None = None
     _workloads: dict[int, Workload] = field(default_factory=dict, repr=False, compare=False)
 
     def workload(self, seed: int) -> Workload:
@@ -223,12 +321,46 @@ class Experiment:
         f = self.spec.faults
         outages = tuple((self._server(o.server, i), o.at, o.repair)
                         for i, o in enumerate(f.servers))
+        placement: str = self.placement
+        hr = self.headroom
+        if hr is not None and (hr.algorithms is None or type(policy).name in hr.algorithms):
+            vector = self.headroom_vector(self.workload(seed))
+            placement = KeepHeadroom(placement, Headroom(tuple(vector.tolist()), hr.exempt,
+                                                         hr.keep, hr.count_exempt))
         return Simulator(self.cluster, self.hierarchy, self.workload(seed), policy,
-                         placement=self.placement, deadline=deadline,
+                         placement=placement, deadline=deadline,  # type: ignore[arg-type]
                          interruptions=Interruptions(self.spec.preemption.mode,
                                                      self.spec.preemption.overhead),
                          faults=Faults(outages, f.mtbf, f.repair, f.task_failure, seed),
                          record_allocations="allocations" in self.spec.tables)
+
+    def headroom_vector(self, workload: Workload) -> np.ndarray:
+        """``cluster.headroom``'s vector for ``workload`` (its size resolved:
+        the largest task is the workload's); SpecError if it does not fit on
+        every server."""
+        hr = self.headroom
+        assert hr is not None
+        cluster = self.cluster
+        if isinstance(hr.size, dict):
+            return cluster.vector(hr.size)  # checked against the servers when built
+        demands = np.array([job.demand for job in workload.jobs if job.n_tasks > 0]
+                           ).reshape(-1, cluster.n_resources)
+        if not len(demands):
+            return np.zeros(cluster.n_resources)
+        if hr.size == "largest-task":
+            vector = demands.max(axis=0)
+        else:  # largest-dominant: the largest dominant share; ties: their maximum
+            dominant = (demands / cluster.total).max(axis=1)
+            vector = demands[dominant >= dominant.max() * (1 - 1e-9)].max(axis=0)
+        small = np.flatnonzero(~np.all(cluster.capacities >= vector, axis=1))
+        if small.size:
+            s = int(small[0])
+            raise SpecError(
+                f"the {hr.size} headroom of this workload, {_vector(cluster, vector)}, is "
+                f"larger than server {cluster.server_names[s]} "
+                f"({_vector(cluster, cluster.capacities[s])}): it cannot be kept free there "
+                "(give a smaller vector)", where="cluster.headroom.size", value=hr.size)
+        return vector
 
     def _server(self, name: int | str, i: int) -> int:
         names = self.cluster.server_names
@@ -366,21 +498,26 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
     if size is None:  # unknown size: build nothing big, report what is known
         raise SpecError.combine([*problems, *_raw_algorithm_problems(data.get("algorithms"))])
     _check_size(size, max_memory)  # too big: nothing is built
-    cluster, placement = attempt(lambda: _build_cluster(spec.cluster)) or (None, None)
+    cluster, placement, headroom = (attempt(lambda: _build_cluster(spec.cluster))
+                                    or (None, None, None))
     hierarchy = attempt(lambda: build_hierarchy(spec.hierarchy))
     problems += [p for i, algo in enumerate(spec.algorithms)
                  for p in _algorithm_problems(i, algo.name, algo.params, cluster)]
+    if headroom is not None and not problems:
+        problems += _headroom_algorithm_problems(headroom, spec.algorithms)
     if cluster is not None and hierarchy is not None:
         attempt(lambda: validate_claims(spec.claims, [a.display for a in spec.algorithms],
                                         hierarchy.paths, cluster.resources))
     if problems:
         raise SpecError.combine(problems)
     experiment = Experiment(spec=spec, source=source, cluster=cluster, hierarchy=hierarchy,
-                            placement=placement, data_dir=data_dir)
+                            placement=placement, data_dir=data_dir, headroom=headroom)
     for i, outage in enumerate(spec.faults.servers):
         experiment._server(outage.server, i)
     if check_workload:
-        workload = experiment.workload(spec.seeds[0])  # validates queues, demands and fit
+        workload = experiment.workload(spec.seed_list[0])  # validates queues, demands and fit
+        if headroom is not None:
+            experiment.headroom_vector(workload)  # the largest task fits on every server
         _check_size(Size(cluster.n_servers, hierarchy.n_nodes, int(hierarchy.depth.max()),
                          len(cluster.resources), len(workload.jobs), workload.n_tasks),
                     max_memory)
@@ -393,7 +530,7 @@ def _size_from_spec(spec: Spec) -> Size:
     """The size of one run as the spec states it, before anything is built (a
     trace's jobs are unknown until it is read: counted as none here)."""
     if "kind" in spec.cluster:
-        kind, params = parse(CLUSTER_KINDS, spec.cluster, "cluster")
+        kind, params = parse(CLUSTER_KINDS, _split_headroom(spec.cluster)[0], "cluster")
         servers, resources = kind.size(params), 3  # type: ignore[misc]
     else:
         try:
@@ -431,10 +568,29 @@ def _check_size(size: Size, max_memory: float | None) -> None:
     check_memory(size, max_memory, where=max(terms, key=terms.__getitem__))
 
 
-def _build_cluster(data: dict[str, Any]) -> tuple[Cluster, str]:
+def _split_headroom(data: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A cluster kind's own fields, and its ``headroom`` (every kind has one)."""
+    rest = {k: v for k, v in data.items() if k != "headroom"}
+    return rest, data.get("headroom")
+
+
+class _KindHeadroom(Strict):
+    headroom: HeadroomSpec | None = None
+
+    _none = field_validator("headroom", mode="before")(_no_headroom)
+
+
+def _build_cluster(data: dict[str, Any]) -> tuple[Cluster, str, HeadroomSpec | None]:
     if "kind" in data:
-        kind, params = parse(CLUSTER_KINDS, data, "cluster")
-        return kind.build(params), params.placement  # type: ignore[attr-defined]
+        rest, raw = _split_headroom(data)
+        kind, params = parse(CLUSTER_KINDS, rest, "cluster")
+        try:
+            headroom = _KindHeadroom.model_validate({"headroom": raw}).headroom
+        except ValidationError as exc:
+            raise from_pydantic(exc, prefix="cluster", model=_KindHeadroom) from None
+        cluster = kind.build(params)
+        _check_headroom(headroom, cluster)
+        return cluster, params.placement, headroom  # type: ignore[attr-defined]
     try:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as exc:
@@ -456,7 +612,56 @@ def _build_cluster(data: dict[str, Any]) -> tuple[Cluster, str]:
     if empty:
         raise SpecError("resource has no capacity on any server", where="cluster.resources",
                         value=empty[0])
-    return Cluster(resources=resources, capacities=caps, server_names=tuple(names)), spec.placement
+    cluster = Cluster(resources=resources, capacities=caps, server_names=tuple(names))
+    _check_headroom(spec.headroom, cluster)
+    return cluster, spec.placement, spec.headroom
+
+
+def _vector(cluster: Cluster, v: np.ndarray) -> str:
+    return "<" + ", ".join(f"{r} {x:g}" for r, x in zip(cluster.resources, v.tolist())) + ">"
+
+
+def _check_headroom(headroom: HeadroomSpec | None, cluster: Cluster) -> None:
+    """An explicit headroom names the cluster's resources and fits on every
+    server (it is kept free on each; docs/spec.md)."""
+    if headroom is None or not isinstance(headroom.size, dict):
+        return
+    for r, amount in headroom.size.items():
+        where = f"cluster.headroom.size.{r}"
+        if r not in cluster.resources:
+            raise SpecError(f"unknown resource; the cluster has {list(cluster.resources)}",
+                            where=where, value=r)
+        col = cluster.capacities[:, cluster.resources.index(r)]
+        if np.any(col < amount):
+            s = int(np.flatnonzero(col < amount)[0])
+            raise SpecError(f"larger than server {cluster.server_names[s]}'s {r} "
+                            f"({col[s]:g}): a headroom is kept free on every server",
+                            where=where, value=amount)
+
+
+def _headroom_algorithm_problems(headroom: HeadroomSpec, algorithms: list[AlgorithmSpec]
+                                 ) -> list[SpecError]:
+    """``cluster.headroom.algorithms`` names algorithms (the spec's, or any
+    known one: a spec may list fewer), and each algorithm that keeps the
+    headroom places tasks through the shared index."""
+    policies = [make_policy(a.name, a.params) for a in algorithms]
+    names = [type(p).name for p in policies]
+    known = [*ALGORITHMS, *(n for n in names if n not in ALGORITHMS)]
+    out = []
+    for i, name in enumerate(headroom.algorithms or ()):
+        if name not in known:
+            out.append(SpecError(f"unknown algorithm;{did_you_mean(name, known)} this spec's: "
+                                 f"{', '.join(dict.fromkeys(names))}",
+                                 where=f"cluster.headroom.algorithms[{i}]", value=name))
+    for i, (policy, name) in enumerate(zip(policies, names)):
+        keeps = headroom.algorithms is None or name in headroom.algorithms
+        if keeps and type(policy).make_index is not BasePolicy.make_index:
+            hint = " (hdrf makes the same decisions)" if name == "hdrf-fast" else ""
+            out.append(SpecError(
+                "places tasks through its own index, which cannot keep cluster.headroom; "
+                f"use another algorithm{hint} or leave it out of cluster.headroom.algorithms",
+                where=f"algorithms[{i}].name", value=algorithms[i].name))
+    return out
 
 
 __all__ = [

@@ -63,13 +63,13 @@ from hierfair.experiment.results import (
     write_parquet,
     write_text,
 )
-from hierfair.experiment.spec import AlgorithmSpec, Experiment, build_experiment
+from hierfair.experiment.spec import AlgorithmSpec, SeedRange, Experiment, build_experiment
 from hierfair.sim import Livelock, RunTimeout
 from hierfair.sim.model import Workload
 
 # Spec fields that are not part of a run's identity (the run names them itself).
 _NOT_IN_KEY = ("algorithms", "seeds", "grid", "name", "description", "claims", "report",
-               "tables")
+               "tables", "interleave")
 
 
 @dataclass(frozen=True)
@@ -149,9 +149,10 @@ def run_seed(base_seed: int, grid: Mapping[str, Any]) -> int:
 
 
 def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
-         max_memory: float | None = None) -> Plan:
+         max_memory: float | None = None, seeds: Sequence[int] | None = None) -> Plan:
     """Validate the spec and every grid point exactly as a run will see them
     (workloads built, traces read, sizes checked); list the runs in a fixed order.
+    ``seeds`` replaces the spec's base seeds (an adaptive range's later rounds).
 
     This is the one place that decides validity: ``validate`` and ``run``
     both call it, so what one accepts the other runs."""
@@ -182,7 +183,7 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
                                    where=f"{p.where or 'spec'} (at grid point {at})")
                          for p in exc.problems()]
             continue
-        workload = exp.workload(exp.spec.seeds[0])
+        workload = exp.workload(exp.spec.seed_list[0])
         notes.update(dict.fromkeys(([workload.fallback] if workload.fallback else [])
                                    + list(workload.notes)))
         warned.update(dict.fromkeys(resource_warnings(exp, workload)))
@@ -194,7 +195,7 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
                     if not k.startswith("algorithms[") or k.startswith(f"algorithms[{a}]")}
             # a policy of the user's own: its source is part of the key
             own = [code] if (code := policy_code(algo["name"])) else []
-            for seed in spec_data["seeds"]:
+            for seed in base.spec.seed_list if seeds is None else seeds:
                 rseed = run_seed(seed, point)
                 key = _digest([identity, algo, rseed, inputs, *own], 32)
                 if key in seen:  # e.g. drf under a grid over another algorithm's params
@@ -402,23 +403,53 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
           max_memory: float | None = None, planned: Plan | None = None) -> pd.DataFrame:
     """Run (or reuse) every run of the spec; return runs.parquet's frame.
 
-    ``planned`` is the spec's :func:`plan` when the caller already made it."""
-    import joblib
-
+    ``planned`` is the spec's :func:`plan` when the caller already made it.
+    With adaptive seeds (``seeds: {min, max}``) the sweep adds seeds, in
+    order, while a claim is inconclusive, up to ``max``."""
     planned = planned or plan(data, source, data_dir, max_memory)
-    base, runs = planned.experiment, planned.runs
+    base = planned.experiment
     folder = Path(out) / base.spec.name
     folder.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(folder)  # left by a sweep killed mid-write
     write_text(base.resolved_yaml(), folder / "spec.yaml")
+    needs_runs = any(c.over == "run" for claim in base.spec.claims for c in claim.checks)
+    seeds = base.spec.seeds
+    while True:
+        frame = _run_plan(planned.runs, folder, source, data_dir, jobs, backend, scheduler,
+                          force, timeout, progress, base.spec.interleave)
+        _drop_assembled(folder)
+        try:
+            verdicts = evaluate(base, frame, detail_table(folder, "allocations", frame)
+                                if needs_runs else None, folder)
+        except SpecError as exc:  # the runs are saved; only the claim is wrong
+            raise exc.with_file(source) if source else exc from None
+        more = seeds.more(len({r.base_seed for r in planned.runs})) \
+            if isinstance(seeds, SeedRange) and any(v.verdict == "inconclusive"
+                                                    for v in verdicts) else None
+        if more is None:
+            break
+        planned = plan(data, source, data_dir, max_memory, seeds=seeds.first(more))
+    write_verdicts(verdicts, folder)
+    return frame
+
+
+def _run_plan(runs: Sequence[PlannedRun], folder: Path, source: str, data_dir: str | None,
+              jobs: int | None, backend: str, scheduler: str | None, force: bool,
+              timeout: float | None,
+              progress: Callable[[int, int, dict[str, Any] | None], None] | None,
+              interleave: bool = False) -> pd.DataFrame:
+    """Every run of one plan, reused from the cache or executed; runs.parquet.
+    ``interleave``: the runs of one seed and grid point go to one worker."""
+    import joblib
+
     rows: dict[str, dict[str, Any]] = {}
     todo = []
     for run in runs:
         row = None if force else cached_row(run, folder)
         if row is None:
             todo.append(run)
-        else:
-            rows[run.run_id] = row
+        else:  # its place in this plan (an adaptive sweep's later plans insert seeds)
+            rows[run.run_id] = {**row, "run_index": run.index}
     done = len(rows)
     if progress:
         progress(done, len(runs), None)
@@ -426,24 +457,34 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
         with _backend(backend, jobs, scheduler) as n_jobs:
             n = 1 if jobs == 1 else n_jobs
             results = joblib.Parallel(n_jobs=n, return_as="generator_unordered")(
-                joblib.delayed(execute)(run, str(folder), source, data_dir, timeout)
-                for run in todo)
-            for row in results:
-                rows[row["run"]] = row
-                done += 1
+                joblib.delayed(execute_all)(group, str(folder), source, data_dir, timeout)
+                for group in _groups(todo, interleave))
+            for group_rows in results:
+                for row in group_rows:
+                    rows[row["run"]] = row
+                    done += 1
+                    if progress:
+                        progress(done, len(runs), row)
                 _write_runs(rows, folder)
-                if progress:
-                    progress(done, len(runs), row)
-    frame = _write_runs(rows, folder)
-    _drop_assembled(folder)
-    needs_runs = any(c.over == "run" for claim in base.spec.claims for c in claim.checks)
-    try:
-        verdicts = evaluate(base, frame, detail_table(folder, "allocations", frame)
-                            if needs_runs else None, folder)
-    except SpecError as exc:  # the runs are saved; only the claim is wrong
-        raise exc.with_file(source) if source else exc from None
-    write_verdicts(verdicts, folder)
-    return frame
+    return _write_runs(rows, folder)
+
+
+def _groups(todo: Sequence[PlannedRun], interleave: bool) -> list[list[PlannedRun]]:
+    """One run per worker task; interleaved, the runs of a seed and grid point
+    together, the first algorithm rotating with the seed (no algorithm always
+    runs first in a fresh process)."""
+    if not interleave:
+        return [[run] for run in todo]
+    groups: dict[tuple[int, int], list[PlannedRun]] = {}
+    for run in todo:
+        groups.setdefault((run.grid_point, run.base_seed), []).append(run)
+    return [g[s % len(g):] + g[:s % len(g)] for (_, s), g in groups.items()]
+
+
+def execute_all(runs: Sequence[PlannedRun], folder: str, source: str, data_dir: str | None,
+                timeout: float | None) -> list[dict[str, Any]]:
+    """:func:`execute` each run in turn, in this process."""
+    return [execute(run, folder, source, data_dir, timeout) for run in runs]
 
 
 _FIRST = ("run", "run_index", "spec", "spec_hash", "algorithm", "label", "params", "seed",

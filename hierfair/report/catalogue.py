@@ -107,5 +107,5 @@ def catalogue_table(items: list[Item], verdicts: list[tuple[str, dict[str, Any]]
             values = "; ".join(f"{c['algorithm']} {measured(c)}" for c in v["checks"])
             rows.append(f"| `{item.id}` | {item.where} | {_short(item.claim)} | "
                         f"{_short(v.get('published') or item.published, 60) or '—'} | {kind} | "
-                        f"{_short(values, 160)} | {word(v)} |")
+                        f"{_short(values, 320)} | {word(v)} |")
     return [*rows, ""]

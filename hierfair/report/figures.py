@@ -1,14 +1,21 @@
 """Figures: one PNG per question an experiment asks, written beside its results.
 
 ``shares.png`` -- each leaf's dominant share over time, one panel per
-algorithm (many users are drawn by their ancestors); ``improvement.png`` --
-for specs whose claims compare response times, the CDF over jobs of the
-response-time improvement (H-DRF §5.2); ``cost.png`` -- for specs that sweep
-the hierarchy's size, scheduling time against size (MCH Fig. 5's axes).
+algorithm and grid point (many users are drawn by their ancestors);
+``improvement.png`` -- for specs whose claims compare response times, the CDF
+over jobs of the response-time improvement (H-DRF §5.2); ``cost.png`` -- for
+specs that sweep the hierarchy's size, scheduling time against size (MCH
+Fig. 5's axes).
+
+Every figure facets by grid point (:func:`grid_points`: one row of panels per
+value, at most :data:`MAX_GRID_PANELS`), writes its numbers as the report
+does (:func:`readable_ticks`: ``12,500``, never ``1e4``) and wraps long panel
+titles.
 """
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -19,10 +26,129 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 
 from hierfair.experiment.detail import detail_table  # noqa: E402
 from hierfair.experiment.results import atomic_path  # noqa: E402
 from hierfair.experiment.spec import load_spec  # noqa: E402
+from hierfair.report.fmt import num, short_key  # noqa: E402
+
+#: Figures facet by grid point: beyond this many, evenly spaced ones are drawn
+#: (the figure's title says how many of how many).
+MAX_GRID_PANELS = 8
+#: Panel titles are wrapped at this many characters.
+TITLE_WIDTH = 36
+
+
+def grid_columns(runs: pd.DataFrame) -> list[str]:
+    """The grid columns (``workload.durations``, ``hierarchy.levels``) whose
+    value differs between runs."""
+    return [c for c in runs.columns if ("." in c or "[" in c)
+            and runs[c].astype(str).nunique() > 1]
+
+
+def grid_points(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str], str]:
+    """``runs`` with a ``grid`` column naming each run's grid point
+    (``durations=[200, 200, 200, 10, 10]``: the grid path's last part; empty
+    when there is one point), the points to draw in grid order, and a note for
+    the title when only some of them are (more than :data:`MAX_GRID_PANELS`).
+
+    A grid over one algorithm's parameters (``algorithms[2].params...``)
+    names a variant of that algorithm, not a grid point: it is added to the
+    run's ``label`` (``slots-5 (mem=2)``), so each variant is drawn once per
+    point of the rest of the grid."""
+    cols = grid_columns(runs)
+    runs = runs.copy()
+    own = [c for c in cols if c.startswith("algorithms[")]
+    cols = [c for c in cols if c not in own]
+    if own:
+        base = runs["label"].tolist()
+        runs["label"] = [row[0] + "".join(
+            f" ({c.split('.')[-1]}={_value(v)})" for c, v in zip(own, row[1:]) if pd.notna(v))
+            for row in runs[["label", *own]].itertuples(index=False)]
+        # each algorithm's variants together, in the spec's order of algorithms
+        first = {name: i for i, name in reversed(list(enumerate(base)))}
+        keys = [(first[b], name) for b, name in zip(base, runs["label"])]
+        runs = runs.iloc[sorted(range(len(runs)), key=keys.__getitem__)]
+    if not cols:
+        runs["grid"] = ""
+        return runs, [""], ""
+    runs["grid"] = [", ".join(f"{c.split('.')[-1]}={_value(v)}" for c, v in zip(cols, row))
+                    for row in runs[cols].itertuples(index=False)]
+    order = "grid_point" if "grid_point" in runs else cols[0]
+    points = list(dict.fromkeys(runs.sort_values(order, kind="stable")["grid"]))
+    note = ""
+    if len(points) > MAX_GRID_PANELS:
+        keep = np.linspace(0, len(points) - 1, MAX_GRID_PANELS).round().astype(int)
+        note = f"{MAX_GRID_PANELS} of {len(points)} grid points, evenly spaced"
+        points = [points[i] for i in keep]
+        runs = runs[runs["grid"].isin(points)]
+    return runs, points, note
+
+
+def facets(labels: int, points: list[str]) -> dict:
+    """How a figure of one panel per algorithm (and grid point) is laid out:
+    algorithms across and grid points down, or -- with more than 3 algorithms
+    and fewer grid points -- the other way round (panels too narrow to read
+    otherwise); one point: algorithms across, 3 to a row."""
+    if len(points) < 2:
+        return {"col": "label", "col_wrap": min(3, labels)}
+    if labels > 3 and len(points) < labels:
+        return {"col": "grid", "col_order": points, "row": "label"}
+    return {"col": "label", "row": "grid", "row_order": points}
+
+
+def _value(v: object) -> str:
+    return num(v) if isinstance(v, float | np.floating) else str(v)
+
+
+def wrap(text: str, width: int = TITLE_WIDTH) -> str:
+    return "\n".join(textwrap.fill(part, width) for part in str(text).split("\n"))
+
+
+def readable_ticks(ax, which: str = "xy") -> None:
+    """Ticks written as the report writes numbers (``12,500``, ``0.25``;
+    on a log axis ``0.1``, ``1``, ``1,000`` rather than powers of ten), never
+    in e-notation; a linear axis gets a few (at most 5 across, 6 up) so that
+    they do not overlap."""
+    for name in which:
+        axis = ax.xaxis if name == "x" else ax.yaxis
+        scale = ax.get_xscale() if name == "x" else ax.get_yscale()
+        if scale == "linear":
+            axis.set_major_locator(MaxNLocator(nbins=4 if name == "x" else 5, min_n_ticks=3))
+        elif scale in ("log", "symlog"):
+            axis.set_minor_formatter(NullFormatter())
+        else:
+            continue
+        axis.set_major_formatter(FuncFormatter(lambda v, _: num(float(v))))
+
+
+def shared_time(layout: dict) -> str | bool:
+    """Panels of one grid point share their time axis (runs at different
+    points may last very different times)."""
+    return "row" if layout.get("row") == "grid" else "col" if layout["col"] == "grid" \
+        else False
+
+
+def facet_titles(grid, col: str | None, row: str | None) -> None:
+    """Each panel titled by the algorithm over the grid point (whichever is
+    the row), wrapped; then the panels are laid out again so that no title
+    covers the row above."""
+    for key, ax in grid.axes_dict.items():
+        if row and col:
+            r, c = key
+            first, second = (r, c) if row == "label" else (c, r)
+            title = f"{first}\n{second}" if second else str(first)
+        else:
+            title = str(key)
+        ax.set_title(wrap(title), fontsize="medium")
+    grid.tight_layout()
+
+
+def suptitle(fig, text: str, width: int = 110) -> None:
+    """The figure's title above its panels (and outside them: call it after
+    any ``tight_layout``), wrapped to the figure's width."""
+    fig.suptitle(wrap(text, width), y=1.0, va="bottom")
 
 
 def leaf_dominant_shares(alloc: pd.DataFrame, resources: tuple[str, ...],
@@ -33,35 +159,83 @@ def leaf_dominant_shares(alloc: pd.DataFrame, resources: tuple[str, ...],
     return rows
 
 
+def grid_experiments(folder: Path, points: pd.Series) -> dict[int, object]:
+    """The experiment at each grid point in ``points`` (runs.parquet's
+    ``grid_point``): the spec with that point's values applied, as the runs
+    saw it -- a grid over the cluster or the hierarchy changes the totals
+    shares are taken of, and the leaves."""
+    import copy
+    import itertools
+
+    from hierfair.experiment.spec import build_experiment
+    from hierfair.experiment.sweep import apply_grid_value
+
+    base = load_spec(folder / "spec.yaml", check_workload=False)
+    resolved = base.spec.model_dump(mode="json")
+    grid = resolved.pop("grid", {}) or {}
+    changes = [k for k in grid if not k.startswith(("algorithms[", "workload"))]
+    if not changes:  # the cluster and the tree are the spec's at every point
+        return {int(g): base for g in points.unique()}
+    combos = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+    out = {}
+    for g in points.unique():
+        data = copy.deepcopy(resolved)
+        for path, value in combos[int(g)].items():
+            apply_grid_value(data, path, value)
+        out[int(g)] = build_experiment(data, check_workload=False)
+    return out
+
+
 def plot_shares(folder: Path) -> Path | None:
+    """Each leaf's dominant share over time: one panel per algorithm and grid
+    point, the lowest seed of each (shares of the cluster at that point)."""
     runs = pd.read_parquet(folder / "runs.parquet")
-    first = runs[runs["status"] == "ok"]
-    if "grid_point" in first:  # one grid point and one seed keep the panels readable
-        first = first[first["grid_point"] == first["grid_point"].min()]
-    first = first[first["seed"] == first["seed"].min()]
+    ok = runs[runs["status"] == "ok"]
+    if ok.empty:
+        return None
+    ok, points, note = grid_points(ok)
+    first = ok[ok["seed"] == ok["seed"].min()]  # one seed keeps the panels readable
     alloc = detail_table(folder, "allocations", first)
     if alloc is None:  # no run finished, or the spec keeps no allocations
         return None
-    exp = load_spec(folder / "spec.yaml", check_workload=False)
-    h = exp.hierarchy
-    leaves = {h.paths[i] for i in h.leaves}
-    if len(leaves) > MAX_CURVES:  # many users: draw their ancestors' shares instead
-        leaves = set(curve_groups(pd.Series(sorted(leaves))))
-    data = leaf_dominant_shares(alloc, exp.cluster.resources, exp.cluster.total, leaves)
-    data = data[data["run"].isin(first["run"])]
+    point_of = (first.set_index("run")["grid_point"] if "grid_point" in first
+                else pd.Series(0, index=first["run"]))
+    exps = grid_experiments(folder, point_of)
+    exp = next(iter(exps.values()))
+    parts = []
+    for g, at in exps.items():
+        h = at.hierarchy
+        leaves = {h.paths[i] for i in h.leaves}
+        if len(leaves) > MAX_CURVES:  # many users: draw their ancestors' shares instead
+            leaves = set(curve_groups(pd.Series(sorted(leaves))))
+        mine = alloc[alloc["run"].isin(point_of.index[point_of == g])]
+        parts.append(leaf_dominant_shares(mine, at.cluster.resources, at.cluster.total,
+                                          leaves))
+    data = pd.concat(parts) if parts else pd.DataFrame()
+    data = data[data["run"].isin(first["run"])] if len(data) else data
     if data.empty:
         return None
     data["label"] = data["run"].map(first.set_index("run")["label"])  # older folders: no tags
+    data["grid"] = data["run"].map(first.set_index("run")["grid"])
     sns.set_theme(style="whitegrid", context="notebook")
     few = data["path"].nunique() <= 8  # dashes tell overlapping lines apart
-    grid = sns.relplot(data=data, x="time", y="dominant_share", hue="path", col="label",
+    faceted = len(points) > 1
+    layout = facets(data["label"].nunique(), points)
+    grid = sns.relplot(data=data, x="time", y="dominant_share", hue="path", **layout,
                        style="path" if few else None, kind="line", drawstyle="steps-post",
-                       col_wrap=min(3, data["label"].nunique()), height=3.2, aspect=1.4,
-                       facet_kws={"sharex": False})
-    grid.set_axis_labels("simulated time (s)", "dominant share (of the cluster)")
-    grid.set_titles("{col_name}")
+                       height=2.6 if faceted else 3.2, aspect=1.4,
+                       facet_kws={"sharex": shared_time(layout)})
+    grid.set_axis_labels("simulated time (s)", "dominant share")
+    for ax in grid.axes.flat:
+        readable_ticks(ax)
+    facet_titles(grid, layout["col"], layout.get("row"))
     grid.legend.set_title("leaf")
-    grid.figure.suptitle(f"{exp.spec.name}: dominant share of each leaf over time", y=1.03)
+    seed = int(first["seed"].min())
+    across = "column" if layout["col"] == "grid" else "row"
+    suptitle(grid.figure, f"{exp.spec.name}: dominant share of each leaf (of the cluster) "
+             f"over time (seed {seed}"
+             + (f"; one {across} per grid point{', ' + note if note else ''}"
+                if faceted else "") + ")")
     return save(grid.figure, folder / "shares.png")
 
 
@@ -107,13 +281,15 @@ def plot_improvement(folder: Path) -> Path | None:
     from hierfair.experiment.improvement import improvement_between
 
     frames = []
+    gridded = bool(grid_columns(pd.read_parquet(folder / "runs.parquet")))
     for a, b, where in improvement_pairs(folder):
         jobs = improvement_between(folder, a, b, where=where or None)
         # a grid path's last two parts name it; paths set together show once
-        cond = ", ".join(dict.fromkeys(f"{'.'.join(k.split('.')[-2:])}={v}"
-                                       for k, v in where.items()))
+        cond = ", ".join(dict.fromkeys(f"{short_key(k)}={v}" for k, v in where.items()))
+        if not cond and gridded:
+            cond = "all grid points pooled"
         frames.append(jobs[["leaf", "improvement"]].dropna().assign(
-            pair=f"{a} over {b}" + (f" ({cond})" if cond else "")))
+            pair=f"{a} over {b}" + (f"\n{cond}" if cond else "")))
     data = pd.concat(frames) if frames else pd.DataFrame()
     if data.empty:
         return None
@@ -124,10 +300,11 @@ def plot_improvement(folder: Path) -> Path | None:
                        col_wrap=min(3, data["pair"].nunique()), height=3.2, aspect=1.4)
     for ax in grid.axes.flat:
         ax.axvline(0, color="0.4", lw=0.8)
+        readable_ticks(ax)
     grid.set_axis_labels("response-time improvement (%)", "fraction of jobs")
-    grid.set_titles("{col_name}")
-    grid.figure.suptitle(f"{folder.name}: per-job response-time improvement (H-DRF §5.2), "
-                         "seeds pooled; below −200 % drawn at −200 %", y=1.04)
+    facet_titles(grid, "pair", None)
+    suptitle(grid.figure, f"{folder.name}: per-job response-time improvement (H-DRF §5.2), "
+             "seeds pooled; below -200 % drawn at -200 %")
     return save(grid.figure, folder / "improvement.png")
 
 
@@ -158,24 +335,33 @@ def plot_cost(folder: Path) -> Path | None:
     levels = size.endswith("levels")
     fanout = _fanout(folder) if levels else 1
     ok["leaves"] = fanout ** ok[size] if levels else ok[size]
+    # the rest of the grid (e.g. the offered load): one row of panels per point
+    ok, points, note = grid_points(ok.drop(columns=[size]))
     sns.set_theme(style="whitegrid", context="notebook")
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
-    for ax, col, label in ((axes[0], "scheduling_seconds", "total scheduling time (s)"),
-                           (axes[1], "latency_mean_us", "mean decision time (µs)")):
-        slopes = {lab: _slope(part["leaves"], part[col]) for lab, part in ok.groupby("label")}
-        named = {lab: f"{lab} (slope {slope:.2f})" for lab, slope in slopes.items()}
-        data = ok.assign(label=ok["label"].map(named))
-        sns.lineplot(data=data, x="leaves", y=col, hue="label", style="label", markers=True,
-                     dashes=False, errorbar=("ci", 95), ax=ax)
-        ax.set_xscale("log", base=2 if levels and fanout == 2 else 10)
-        ax.set_yscale("log")
-        ax.set_xlabel("leaves in the hierarchy" + (f" ({fanout}^levels)" if levels else ""))
-        ax.set_ylabel(label)
-        ax.legend(title="algorithm (log-log slope)", fontsize="small", loc="upper center",
-                  bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
-    fig.suptitle(f"{folder.name}: scheduling cost against hierarchy size "
-                 f"(wall clock, {ok['seed'].nunique()} seeds, 95 % intervals)")
+    fig, rows = plt.subplots(len(points), 2, figsize=(11, 4.6 * len(points)), squeeze=False)
+    for axes, point in zip(rows, points):
+        part = ok[ok["grid"] == point]
+        for ax, col, label in ((axes[0], "scheduling_seconds", "total scheduling time (s)"),
+                               (axes[1], "latency_mean_us", "mean decision time (µs)")):
+            slopes = {lab: _slope(p["leaves"], p[col]) for lab, p in part.groupby("label")}
+            named = {lab: f"{lab} (slope {slope:.2f})" for lab, slope in slopes.items()}
+            data = part.assign(label=part["label"].map(named))
+            sns.lineplot(data=data, x="leaves", y=col, hue="label", style="label",
+                         markers=True, dashes=False, errorbar=("ci", 95), ax=ax)
+            ax.set_xscale("log", base=2 if levels and fanout == 2 else 10)
+            ax.set_yscale("log")
+            readable_ticks(ax)
+            ax.set_xlabel("leaves in the hierarchy" + (f" ({fanout}^levels)" if levels else ""))
+            ax.set_ylabel(label)
+            if point:
+                ax.set_title(wrap(point, 60), fontsize="medium")
+            ax.legend(title="algorithm (log-log slope)", fontsize="small", loc="upper center",
+                      bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
     fig.tight_layout()
+    rows_note = (f"; one row per {'grid point' if ', ' in points[0] else points[0].split('=')[0]}"
+                 + (f", {note}" if note else "")) if len(points) > 1 else ""
+    suptitle(fig, f"{folder.name}: scheduling cost against hierarchy size "
+             f"(wall clock, {ok['seed'].nunique()} seeds, 95 % intervals{rows_note})")
     return save(fig, folder / "cost.png")
 
 

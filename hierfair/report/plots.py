@@ -5,7 +5,8 @@ time, wait and completion CDFs, makespan bars, preemptions and wasted work.
 Each ``plot_*(folder)`` writes ``folder/<name>.png`` and returns its path, or
 None when the results hold nothing for it.  :func:`choose` picks a spec's
 figures: its ``report.figures`` if given, else by what the results hold.
-Units are on every axis; seeds are pooled (CDFs) or give 95 % intervals (bars).
+Units are on every axis; seeds are pooled (CDFs) or give 95 % intervals (bars);
+a grid gives one row of panels per grid point (never only the first).
 """
 
 from __future__ import annotations
@@ -18,13 +19,20 @@ import pandas as pd
 
 from hierfair.experiment.detail import detail_table
 from hierfair.report.figures import (
+    facet_titles,
+    facets,
+    shared_time,
+    grid_points,
     plot_cost,
     plot_improvement,
     plot_shares,
     plt,
+    readable_ticks,
     save,
     size_column,
     sns,
+    suptitle,
+    wrap,
 )
 
 #: Longer step series are resampled on this many instants (a figure, not a table).
@@ -36,10 +44,8 @@ def _ok(folder: Path) -> pd.DataFrame:
     return runs[runs["status"] == "ok"]
 
 
-def _first(runs: pd.DataFrame) -> pd.DataFrame:
-    """One run per label: the first grid point, the lowest seed."""
-    if "grid_point" in runs:
-        runs = runs[runs["grid_point"] == runs["grid_point"].min()]
+def _lowest_seed(runs: pd.DataFrame) -> pd.DataFrame:
+    """One run per label and grid point: the lowest seed."""
     return runs[runs["seed"] == runs["seed"].min()]
 
 
@@ -51,15 +57,25 @@ def _steps(times: np.ndarray, values: np.ndarray, end: float) -> tuple[np.ndarra
     return grid, values[np.searchsorted(times, grid, side="right") - 1]
 
 
+def _rows_note(points: list[str], note: str, across: bool = False) -> str:
+    if len(points) < 2:
+        return ""
+    return f"; one {'column' if across else 'row'} per grid point" + (
+        f", {note}" if note else "")
+
+
 def plot_utilization(folder: Path) -> Path | None:
-    """Share of each resource in use over time, one panel per algorithm."""
-    first = _first(_ok(folder))
+    """Share of each resource in use over time: one panel per algorithm
+    (columns) and grid point (rows), the lowest seed of each."""
+    ok, points, note = grid_points(_ok(folder))
+    first = _lowest_seed(ok)
     util = detail_table(folder, "utilization", first)
     if util is None:
         return None
     util = util[util["run"].isin(first["run"])]
     resources = [c for c in util.columns if c not in set(first.columns) | {"time", "run"}]
     labels = first.set_index("run")["label"]  # older folders' tables carry only ``run``
+    grid_of = first.set_index("run")["grid"]
     if util.empty or not resources:
         return None
     frames = []
@@ -68,68 +84,92 @@ def plot_utilization(folder: Path) -> Path | None:
         for r in resources:
             t, v = _steps(part["time"].to_numpy(float), part[r].to_numpy(float), end)
             frames.append(pd.DataFrame({"time": t, "in use": v, "resource": r,
-                                        "label": labels[run]}))
+                                        "label": labels[run], "grid": grid_of[run]}))
     data = pd.concat(frames, ignore_index=True)
+    faceted = len(points) > 1
+    layout = facets(data["label"].nunique(), points)
     sns.set_theme(style="whitegrid", context="notebook")
-    grid = sns.relplot(data=data, x="time", y="in use", hue="resource", col="label",
-                       kind="line", drawstyle="steps-post", height=2.8, aspect=1.5,
-                       col_wrap=min(3, data["label"].nunique()), facet_kws={"sharex": False})
-    grid.set_axis_labels("simulated time (s)", "share of the cluster in use")
-    grid.set(ylim=(-0.02, 1.05))
-    grid.set_titles("{col_name}")
-    grid.figure.suptitle(f"{folder.name}: utilisation per resource "
-                         f"(seed {int(first['seed'].min())}, first grid point)", y=1.03)
+    grid = sns.relplot(data=data, x="time", y="in use", hue="resource", **layout,
+                       kind="line", drawstyle="steps-post",
+                       height=2.4 if faceted else 2.8, aspect=1.5,
+                       facet_kws={"sharex": shared_time(layout)})
+    grid.set_axis_labels("simulated time (s)", "share in use")
+    # over-commitment (slot schedulers) shows above 1
+    grid.set(ylim=(-0.02, max(1.05, float(data["in use"].max()) * 1.05)))
+    for ax in grid.axes.flat:
+        readable_ticks(ax)
+    facet_titles(grid, layout["col"], layout.get("row"))
+    suptitle(grid.figure, f"{folder.name}: share of the cluster's resources in use "
+             f"(seed {int(first['seed'].min())}"
+             f"{_rows_note(points, note, layout['col'] == 'grid')})")
     return save(grid.figure, folder / "utilization.png")
 
 
 def plot_waits(folder: Path) -> Path | None:
-    """CDFs over jobs of wait and completion time, all seeds pooled."""
-    ok = _ok(folder)
-    if "grid_point" in ok:
-        ok = ok[ok["grid_point"] == ok["grid_point"].min()]
+    """CDFs over jobs of wait and completion time, all seeds pooled: one row
+    of panels per grid point."""
+    ok, points, note = grid_points(_ok(folder))
     jobs = detail_table(folder, "jobs", ok, columns=["run", "wait", "completion"])
     if jobs is None:
         return None
     jobs = jobs[jobs["run"].isin(ok["run"])]
     jobs["label"] = jobs["run"].map(ok.set_index("run")["label"])
-    data = jobs.melt(id_vars=["label"], value_vars=["wait", "completion"],
+    jobs["grid"] = jobs["run"].map(ok.set_index("run")["grid"])
+    data = jobs.melt(id_vars=["label", "grid"], value_vars=["wait", "completion"],
                      var_name="time of", value_name="seconds").dropna()
     if data.empty or data["seconds"].max() <= 0:
         return None
+    data["time of"] = "job " + data["time of"] + " time"
+    faceted = len(points) > 1
     sns.set_theme(style="whitegrid", context="notebook")
     grid = sns.displot(data=data, x="seconds", hue="label", col="time of", kind="ecdf",
-                       height=3.2, aspect=1.4, facet_kws={"sharex": False})
+                       row="grid" if faceted else None, row_order=points if faceted else None,
+                       height=2.8 if faceted else 3.2, aspect=1.4,
+                       facet_kws={"sharex": False})
     for ax in grid.axes.flat:
         ax.set_xscale("symlog", linthresh=1.0)  # many zero waits, a long tail
         ax.set_xlim(left=0)
+        readable_ticks(ax)
     grid.set_axis_labels("seconds (symmetric log scale)", "fraction of jobs")
-    grid.set_titles("job {col_name} time")
-    grid.figure.suptitle(f"{folder.name}: job wait and completion times "
-                         f"({ok['seed'].nunique()} seeds pooled, first grid point)", y=1.04)
+    facet_titles(grid, "time of", "grid" if faceted else None)
+    grid.legend.set_title("algorithm")
+    suptitle(grid.figure, f"{folder.name}: job wait and completion times "
+             f"({ok['seed'].nunique()} seeds pooled{_rows_note(points, note)})")
     return save(grid.figure, folder / "waits.png")
 
 
 def _bars(folder: Path, metrics: list[tuple[str, str]], name: str, title: str
           ) -> Path | None:
+    """Horizontal bars (algorithms on the y axis: long labels never overlap,
+    no legend hides a bar): one panel per metric (columns) and grid point
+    (rows), the mean over seeds with its 95 % interval."""
     ok = _ok(folder)
     # a metric that is zero everywhere is not drawn (its title says it)
     metrics = [(m, unit) for m, unit in metrics if m in ok and (ok[m].fillna(0) != 0).any()]
     if ok.empty or not metrics:
         return None
-    grid_cols = [c for c in ok.columns if ("." in c or "[" in c) and ok[c].nunique() > 1]
-    hue = grid_cols[0] if grid_cols and ok[grid_cols[0]].nunique() <= 6 else None
+    ok, points, note = grid_points(ok)
+    labels = list(dict.fromkeys(ok["label"]))
     sns.set_theme(style="whitegrid", context="notebook")
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 3.6), squeeze=False)
-    for ax, (metric, unit) in zip(axes[0], metrics):
-        sns.barplot(data=ok, x="label", y=metric, hue=hue, errorbar=("ci", 95), capsize=0.15,
-                    ax=ax)
-        ax.set_xlabel("")
-        ax.set_ylabel(f"{metric.replace('_', ' ')} ({unit})")
-        plt.setp(ax.get_xticklabels(), rotation=30, ha="right", rotation_mode="anchor")
+    height = 0.9 + 0.32 * len(labels)
+    fig, axes = plt.subplots(len(points), len(metrics), squeeze=False,
+                             figsize=(5.4 * len(metrics), height * len(points) + 0.4))
+    for row, point in zip(axes, points):
+        part = ok[ok["grid"] == point]
+        for ax, (metric, unit) in zip(row, metrics):
+            sns.barplot(data=part, y="label", x=metric, order=labels, errorbar=("ci", 95),
+                        capsize=0.2, ax=ax, color=sns.color_palette()[0],
+                        err_kws={"linewidth": 1.2})
+            ax.set_ylabel("")
+            ax.set_xlabel(f"{metric.replace('_', ' ')} ({unit})")
+            readable_ticks(ax, "x")
+            if point:
+                ax.set_title(wrap(point, 60), fontsize="medium")
     seeds = ok["seed"].nunique()
-    fig.suptitle(f"{folder.name}: {title} (mean over {seeds} seed{'s' * (seeds > 1)}"
-                 + (", 95 % interval" if seeds > 1 else "") + ")")
     fig.tight_layout()
+    suptitle(fig, f"{folder.name}: {title} (mean over {seeds} seed{'s' * (seeds > 1)}"
+             + (", 95 % interval" if seeds > 1 else "") + _rows_note(points, note) + ")",
+             width=45 * len(metrics))
     return save(fig, folder / f"{name}.png")
 
 
@@ -154,8 +194,9 @@ FIGURES: dict[str, Callable[[Path], Path | None]] = {
     "improvement": plot_improvement}
 
 CAPTIONS = {
-    "shares": "Dominant share of each leaf (or group of leaves) over time, per algorithm.",
-    "utilization": "Share of each resource in use over time, per algorithm.",
+    "shares": "Dominant share of each leaf (or group of leaves) over time, per algorithm "
+              "(and grid point).",
+    "utilization": "Share of each resource in use over time, per algorithm (and grid point).",
     "waits": "Distribution over jobs of the wait (first task start − arrival) and the "
              "completion time (finish − arrival).",
     "makespan": "When the last task finished, and the mean job completion time.",

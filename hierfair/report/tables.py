@@ -1,9 +1,13 @@
 """Tables and the text report: ``<DIR>/README.md`` for a results folder.
 
-A section per spec: what it is, which input it used, one table row per run,
-the spread over seeds, and the verdict on every published claim it checks
-(``claims.json``, see :mod:`hierfair.experiment.claims`); the README opens with
-the catalogue of the papers' claims and all the verdicts in one table.
+It opens with a summary (claims counted per verdict and per paper, what each
+verdict means), then the claims grouped by paper, the catalogue (with
+``--catalogue``) and the audit; then a section per spec: what it is, which
+input it used, the verdict on every published claim it checks (``claims.json``,
+see :mod:`hierfair.experiment.claims`) with each check's value labelled
+(quantity, n, interval, method) and the claim's expectation history, the
+spread over seeds and one table row per run.  ``index.html`` says the same
+with figures (:mod:`hierfair.report.html`).
 """
 
 from __future__ import annotations
@@ -15,23 +19,31 @@ import pandas as pd
 from joblib import Parallel, delayed
 
 from hierfair.errors import HierfairError
-from hierfair.experiment.claims import (
-    _aggregate,
-    count_verdicts,
-    expected_verdict,
-    read_verdicts,
-    verdict_word,
-)
+from hierfair.experiment.claims import read_verdicts, verdict_word
 from hierfair.experiment.results import write_text
 from hierfair.experiment.spec import load_spec
+from hierfair.experiment.stats import mean_interval
+from hierfair.experiment.verdict import NAMES
 from hierfair.report import html
 from hierfair.report.catalogue import catalogue_table, read_catalogue
+from hierfair.report.fmt import MISSING, Progress, num, numbers_in
 from hierfair.report.plots import CAPTIONS, draw
+from hierfair.report.summary import (
+    LEGEND,
+    check_view,
+    claim_views,
+    count_rows,
+    group,
+    with_conditions,
+)
 
 
-def section(folder: Path, figures: list[tuple[str, Path]] = ()) -> str:
+def section(folder: Path, figures: list[tuple[str, Path]] = (),
+            verdicts: list[dict] | None = None) -> str:
     runs = pd.read_parquet(folder / "runs.parquet")
     exp = load_spec(folder / "spec.yaml", check_workload=False)
+    if verdicts is None:
+        verdicts = with_conditions(read_verdicts(folder), exp)
     lines = [f"## {exp.spec.name}", "", exp.spec.description or "", ""]
     if sources := html.input_text(runs):  # the same generator at many run seeds: once
         lines += [f"Input: {sources}.", ""]
@@ -43,31 +55,50 @@ def section(folder: Path, figures: list[tuple[str, Path]] = ()) -> str:
         lines += [f"| {r.label} | {r.seed} | {r.status} | {r.error} |"
                   for r in failed.itertuples()]
         return "\n".join(lines) + "\n"
-    table = html.runs_frame(runs)  # grid values, parameters, human units: as index.html
-    lines.append("| " + " | ".join(table.columns) + " |")
-    lines.append("|" + "---|" * len(table.columns))
-    for _, row in table.iterrows():
-        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
-    lines += seed_summary(runs)
-    verdicts = read_verdicts(folder)
-    if verdicts:
-        lines += ["", "Published claims:", ""]
-        for v in verdicts:
-            lines.append(f"- **{verdict_word(v)}**: {v['claim']} ({v['source']})"
-                         + (f". *{v['note']}*" if v["note"] else ""))
-        lines += ["", "| algorithm | measured quantity | the paper | measured | holds |",
-                  "|---|---|---|---|---|"]
-        for v in verdicts:
-            for c in v["checks"]:
-                holds = "n/a" if c.get("missing") else "yes" if c["holds"] else "no"
-                lines.append(f"| {c['algorithm']} | {c['measures']} | {c['expected']} | "
-                             f"{_measured(c)} | {holds} |")
+    lines += claims_lines(verdicts)
     for name, path in figures:
         lines += ["", f"![{CAPTIONS.get(name, name)}]({folder.name}/{path.name})"]
+    lines += seed_summary(runs)
+    table = html.runs_frame(runs)  # grid values, parameters, human units: as index.html
+    lines += ["", f"Runs ({len(runs)}):", "",
+              "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    for _, row in table.iterrows():
+        lines.append("| " + " | ".join(str(v) for v in row) + " |")
     return "\n".join(lines) + "\n"
 
 
+def claims_lines(verdicts: list[dict]) -> list[str]:
+    """A spec's claims: each verdict in words, its expectation's history,
+    then a row per check with its value labelled, every number in the one
+    format (:func:`hierfair.report.fmt.num`)."""
+    if not verdicts:
+        return []
+    lines = ["Published claims:", ""]
+    for v in verdicts:
+        lines.append(f"- **{numbers_in(verdict_word(v))}**: {v['claim']} ({v['source']})"
+                     + (f". *{numbers_in(v['note'])}*" if v.get("note") else ""))
+        for h in v.get("history") or []:
+            lines.append(f"  - expected verdict {h['old']} → {h['new']} on {h['date']}: "
+                         f"{numbers_in(h['why'])}")
+        views = [check_view(c) for c in v["checks"]]
+        at = any(k.where for k in views)  # a column for grid points only when checks have one
+        lines += ["", "| algorithm | node | quantity | " + ("at (grid point) | " if at else "")
+                  + "the paper | measured | n | interval | method | outcome |",
+                  "|---|---|---|" + "---|" * at + "---|---:|---|---|---|---|"]
+        for k in views:
+            lines.append(f"| {k.algorithm} | {_md(k.node)} | {_md(k.quantity)} | "
+                         + (f"{_md(k.where or 'all runs')} | " if at else "")
+                         + f"{_md(k.expected)} | {k.measured} | {k.n} | {k.interval}"
+                         + (f" (of {k.note})" if k.note else "")
+                         + f" | {k.method} | {_md(k.outcome)} |")
+        lines.append("")
+    return lines
+
+
 SEED_METRICS = ("makespan", "wait_mean", "completion_mean", "wait_median_mice")
+#: How the spread-over-seeds table names them (seconds).
+SEED_HEADERS = {"makespan": "makespan", "wait_mean": "mean wait",
+                "completion_mean": "mean completion", "wait_median_mice": "median mouse wait"}
 
 
 def seed_table(runs: pd.DataFrame) -> pd.DataFrame | None:
@@ -80,12 +111,17 @@ def seed_table(runs: pd.DataFrame) -> pd.DataFrame | None:
         return None
     metrics = [m for m in SEED_METRICS if m in ok and ok[m].notna().any()]
     rows = []
-    for key, group in ok.groupby(keys, dropna=False, sort=False):
+    for key, group_ in ok.groupby(keys, dropna=False, sort=False):
         key = key if isinstance(key, tuple) else (key,)
-        row = {k: _cell(v) for k, v in zip(keys, key)} | {"seeds": len(group)}
+        row = {k: html._cell(v) for k, v in zip(keys, key)} | {"seeds": len(group_)}
         for m in metrics:
-            agg = _aggregate(group[m].dropna().tolist()) if group[m].notna().any() else None
-            row[f"{m} (s)"] = "—" if agg is None else f"{_cell(agg.value)} ± {_cell(agg.ci95)}"
+            values = group_[m].dropna()
+            head = f"{SEED_HEADERS[m]} (s)"
+            if values.empty:
+                row[head] = MISSING
+                continue
+            mean, half = mean_interval(values.to_numpy(dtype=float))
+            row[head] = num(mean) + ("" if np.isnan(half) else f" ± {num(half)}")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -121,9 +157,9 @@ def identical_schedules(folder: Path, runs: pd.DataFrame) -> bool:
     """Whether, at every seed and grid point, every run placed every task on the
     same server at the same start and finish times."""
     keys = [c for c in ("seed", "grid_point") if c in runs]
-    for _, group in runs.groupby(keys) if keys else [(None, runs)]:
+    for _, group_ in runs.groupby(keys) if keys else [(None, runs)]:
         first = None
-        for run in group["run"]:
+        for run in group_["run"]:
             path = folder / "runs" / run / "tasks.parquet"
             if not path.exists():
                 return False
@@ -135,41 +171,75 @@ def identical_schedules(folder: Path, runs: pd.DataFrame) -> bool:
     return True
 
 
-def claims_table(folders: list[Path]) -> list[str]:
-    """Every verdict of every spec, one row each, for the top of the report."""
-    rows = [(folder.name, v) for folder in folders for v in read_verdicts(folder)]
-    if not rows:
+def summary_lines(verdicts: list[tuple[str, list[dict]]]) -> list[str]:
+    """The report's opening: claims counted per verdict and per paper, what
+    each verdict means, and the verdicts that are not as the specs expect.
+    ``verdicts``: (spec name, its claims.json) pairs."""
+    claims = claim_views(verdicts)
+    if not claims:
         return []
-    held = sum(v["verdict"] == expected_verdict(v) for _, v in rows)
-    verdicts = [v for _, v in rows]
-    proxies = sum(bool(v.get("proxy")) for v in verdicts)
+    flat = [v for _, vs in verdicts for v in vs]
+    groups = group(claims)
+    words = [word for _, _, word, _ in LEGEND]
+    lines = ["## Summary", "", html.summary_line(flat, claims), "",
+             "| paper | " + " | ".join(words) + " | claims | proxies | not as expected |",
+             "|---|" + "---:|" * (len(words) + 3)]
+    for r in count_rows(groups):
+        name = f"**{r.title}**" if r.paper == "all" else f"[{r.title}](#{r.anchor})"
+        lines.append(f"| {name} | " + " | ".join(str(n) for _, _, n in r.counts)
+                     + f" | {r.total} | {r.proxies} | {r.unexpected} |")
+    lines += ["", "What the verdicts mean:", ""]
+    lines += [f"- **{word}**: {meaning}." for _, _, word, meaning in LEGEND]
+    lines += ["- **UPPER CASE (the spec expects …)**: not the verdict the spec expects "
+              "(`expect:`); a verdict that moves fails the tests.", ""]
+    off = [c for c in claims if c.unexpected]
+    if off:
+        lines += [f"Not as the specs expect ({len(off)}):", ""]
+        lines += [f"- {c.word} (expects {c.expect}): {c.claim} ([{c.spec}](#{c.spec}))"
+                  for c in off]
+        lines.append("")
+    return lines
+
+
+def claims_table(verdicts: list[tuple[str, list[dict]]]) -> list[str]:
+    """Every verdict of every spec, one row each, grouped by paper (the
+    measured values, labelled, are in each spec's section)."""
+    claims = claim_views(verdicts)
+    if not claims:
+        return []
     lines = ["## Published claims", "",
-             f"{len(rows)} claims checked: {count_verdicts(verdicts)}; {proxies} of them "
-             f"proxies (easier than the paper's setting). {held} of {len(rows)} verdicts are "
-             "as the specs expect: a refuted claim is a finding (`expect: refuted`) or a "
-             "known model difference (its section says why).", "",
-             "| spec | claim | source | check | published | measured | verdict |",
-             "|---|---|---|---|---|---|---|"]
-    for name, v in rows:
-        r = html.claim_row(name, v)
-        lines.append(f"| [{name}](#{name}) | {r['claim']} | {r['source']} | {r['kind']} | "
-                     f"{r['published']} | {r['measured']} | {r['verdict']} |")
-    return [*lines, ""]
+             "By paper; each spec's section gives every check's measured value with its "
+             "algorithm, quantity, number of runs (n), interval and method, and the history "
+             "of the claim's expected verdict.", ""]
+    for g in group(claims):
+        counts = ", ".join(f"{g.count(key)} {NAMES[key]}" for key, _, _, _ in LEGEND
+                           if g.count(key))
+        lines += [f'### <a id="{g.anchor}"></a>{g.title}', "",
+                  f"{len(g.claims)} claim{'s' * (len(g.claims) != 1)}: {counts}.", "",
+                  "| spec | claim | source | setting | published | verdict |",
+                  "|---|---|---|---|---|---|"]
+        for c in g.claims:
+            setting = "proxy" if c.proxy else "faithful"
+            lines.append(f"| [{c.spec}](#{c.spec}) | {_md(c.claim)} | {_md(c.source)} | "
+                         f"{setting} | {_md(c.published)} | {_md(c.full)} |")
+        lines.append("")
+    return lines
 
 
-_measured = html.measured_text  # the catalogue table writes measured values the same way
+def _md(text: str) -> str:
+    """Text for a markdown table cell: one line, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def _cell(v: object) -> str:
-    if isinstance(v, float | np.floating):
-        return f"{v:.4g}"
-    return str(v)
+def _measured(c: dict) -> str:
+    """A check's value as the catalogue table writes it (labelled)."""
+    return html.measured_text(c)
 
 
 def write_report(root: Path, catalogue: Path | None = None) -> Path:
     """``root/README.md`` for every results folder below ``root``; with a
     ``catalogue`` (docs/reproductions.md), it opens with every claim of the
-    papers and what checks it."""
+    papers and what checks it.  Progress goes to stderr."""
     if not root.is_dir():
         raise HierfairError(f"{root}: no such results folder (`hierfair run SPEC --out "
                             f"{root}` writes one)")
@@ -181,26 +251,47 @@ def write_report(root: Path, catalogue: Path | None = None) -> Path:
     parts = ["# hierfair reports", "",
              f"Generated by `hierfair report {root}`; regenerated on every run, do not edit "
              "by hand. Latency columns are wall-clock nanoseconds on the machine that ran "
-             "them.", ""]
+             "them.", "",
+             "The same report with its figures in one page: [index.html](index.html).", ""]
+    specs = [load_spec(folder / "spec.yaml", check_workload=False) for folder in folders]
+    verdicts = [(folder.name, with_conditions(read_verdicts(folder), exp))
+                for folder, exp in zip(folders, specs)]
+    parts += summary_lines(verdicts)
+    parts += claims_table(verdicts)
+    if catalogue is not None:
+        flat = [(name, v) for name, vs in verdicts for v in vs]
+        parts += catalogue_table(read_catalogue(catalogue), flat, verdict_word, _measured)
     if audit.exists():
         parts += [audit.read_text(), ""]
-    if catalogue is not None:
-        verdicts = [(folder.name, v) for folder in folders for v in read_verdicts(folder)]
-        parts += catalogue_table(read_catalogue(catalogue), verdicts, verdict_word, _measured)
-    parts += claims_table(folders)
+    drawn = draw_all(folders, specs)
     pages = []
-    specs = [load_spec(folder / "spec.yaml", check_workload=False) for folder in folders]
-    # figures are the report's slow part (seconds each): one worker per core
-    drawn = Parallel(n_jobs=-1)(delayed(draw)(folder, exp.spec.report.figures)
-                                for folder, exp in zip(folders, specs))
-    for folder, exp, figures in zip(folders, specs, drawn):
-        parts.append(section(folder, figures))
+    tables = Progress("tables", len(folders))
+    for folder, exp, figures, (_, claims) in zip(folders, specs, drawn, verdicts):
+        parts.append(section(folder, figures, claims))
         runs = pd.read_parquet(folder / "runs.parquet")
         pages.append(html.section(folder, exp, runs, figures, CAPTIONS,
-                                  separation_warning(folder, runs), seed_table(runs)))
-    parts.insert(3, "The same report with its figures in one page: [index.html](index.html).\n")
+                                  separation_warning(folder, runs), seed_table(runs), claims))
+        tables.step(folder.name)
     out = root / "README.md"
     write_text("\n".join(parts), out)
     html.render(root, pages, audit.read_text() if audit.exists() else None,
                 f"hierfair report {root}")
     return out
+
+
+def draw_all(folders: list[Path], specs: list) -> list[list[tuple[str, Path]]]:
+    """Every spec's figures, one worker per core (figures are the report's
+    slow part: seconds each), with a progress line per spec drawn."""
+    progress = Progress("figures", len(folders))
+    drawn: list[list[tuple[str, Path]]] = [[] for _ in folders]
+    jobs = Parallel(n_jobs=-1, return_as="generator_unordered")(
+        delayed(_draw)(i, folder, exp.spec.report.figures)
+        for i, (folder, exp) in enumerate(zip(folders, specs)))
+    for i, figures in jobs:
+        drawn[i] = figures
+        progress.step(folders[i].name)
+    return drawn
+
+
+def _draw(i: int, folder: Path, asked: list[str] | None) -> tuple[int, list[tuple[str, Path]]]:
+    return i, draw(folder, asked)

@@ -27,16 +27,44 @@ compares every server and recomputes after every change.
 
 Every index (this one, or a policy's own, see ``BasePolicy.make_index``) takes
 demands as ``np.ndarray`` in queries and as plain float tuples in updates.
+
+**Headroom** (H-DRF §5 and §5.2; docs/algorithms.md, "Per-server headroom").
+A :class:`Headroom` keeps a vector ``H`` free on every server: a task that may
+not use the headroom is placed on a server only if the server still has ``H``
+free after it (on every resource, or only on those the task demands); a task
+"as large as the largest task" may use it.  It changes one thing: the room a
+demand is searched for (:meth:`Headroom.room`, ``d + H`` or ``d``), which the
+index computes once per demand, on a cache miss; everything else (the
+search, the cache kept exact, allocations and releases of the real demand)
+is unchanged.  (With ``count_exempt`` -- what largest-size tasks hold on a
+server counts as headroom kept -- the room differs per server: the index
+then scans every server per query, as best-fit does.)  It reaches the
+index through the ``placement`` argument, as a
+:class:`KeepHeadroom` (a ``str``, the rule's name, carrying the headroom), so
+``Simulator(placement=...)`` and ``BasePolicy.make_index`` pass it on as
+they are.  Without one the index does exactly what it did before.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import numpy as np
 
 Placement = Literal["first-fit", "best-fit"]
 PLACEMENTS: tuple[str, ...] = ("first-fit", "best-fit")
+
+#: Which tasks may use the headroom (docs/algorithms.md, "Per-server headroom"):
+#: ``componentwise`` -- a task whose demand is at least the headroom on every
+#: resource; ``dominant-share`` -- a task whose dominant share (of the
+#: cluster's totals) is at least the headroom's.
+Exempt = Literal["componentwise", "dominant-share"]
+EXEMPTS: tuple[str, ...] = ("componentwise", "dominant-share")
+#: What every other task must leave free on its server: ``all`` -- the
+#: headroom on every resource; ``used`` -- only on the resources it demands.
+Keep = Literal["all", "used"]
+KEEPS: tuple[str, ...] = ("all", "used")
 
 # Demands and capacities are sums of user-supplied floats; a task fits when it
 # exceeds the free amount by no more than this (absolute) slack.
@@ -79,6 +107,70 @@ def first_room(cols: list[list[float]], need: list[float], start: int, stop: int
     return -1
 
 
+@dataclass(frozen=True)
+class Headroom:
+    """Resources kept free on every server for the largest task (H-DRF §5:
+    "H-DRF maintains a headroom equal to the size of the largest task on each
+    server, to ensure that large tasks do not get starved out")."""
+
+    vector: tuple[float, ...]  # over the cluster's resources, in order
+    exempt: Exempt = "componentwise"
+    keep: Keep = "all"
+    #: Whether what the tasks that may use the headroom hold on a server
+    #: counts as headroom kept there: False -- the others must leave the whole
+    #: headroom free even beside a largest-size task using it; True -- only
+    #: what those tasks do not already hold of it.
+    count_exempt: bool = False
+
+    def __post_init__(self) -> None:
+        if self.exempt not in EXEMPTS:
+            raise ValueError(f"unknown headroom exemption {self.exempt!r}; "
+                             f"choose one of {EXEMPTS}")
+        if self.keep not in KEEPS:
+            raise ValueError(f"unknown headroom keep {self.keep!r}; choose one of {KEEPS}")
+        if any(not (h >= 0) for h in self.vector):
+            raise ValueError(f"a headroom is never negative (got {self.vector})")
+
+    def exempts(self, demand: np.ndarray, total: np.ndarray) -> bool:
+        """Whether a task of ``demand`` may use the headroom (``total``: the
+        cluster's totals, for dominant shares; every one positive)."""
+        h = np.asarray(self.vector)
+        if self.exempt == "componentwise":
+            return bool(np.all(demand >= h - TOLERANCE))
+        mine, largest = float(np.max(demand / total)), float(np.max(h / total))
+        return mine >= largest * (1 - 1e-9)
+
+    def kept(self, demand: np.ndarray) -> np.ndarray:
+        """The headroom a task that may not use it must leave free: on every
+        resource, or on the ones it demands."""
+        h = np.asarray(self.vector)
+        return h if self.keep == "all" else np.where(demand > 0, h, 0.0)
+
+    def room(self, demand: np.ndarray, total: np.ndarray) -> np.ndarray:
+        """The free space a server needs to take a task of ``demand`` (not
+        counting what exempt tasks hold): the demand itself if the task may
+        use the headroom, else the demand plus the headroom it must keep."""
+        if self.exempts(demand, total):
+            return demand
+        return demand + self.kept(demand)
+
+
+class KeepHeadroom(str):
+    """A placement rule (``"first-fit"`` or ``"best-fit"``, which it equals)
+    that keeps ``headroom`` on every server: what to pass as ``placement`` to
+    :class:`ServerIndex` (and so to the simulator) for a headroom."""
+
+    headroom: Headroom | None
+
+    def __new__(cls, rule: str, headroom: Headroom | None = None) -> KeepHeadroom:
+        self = super().__new__(cls, rule)
+        self.headroom = headroom
+        return self
+
+    def __repr__(self) -> str:
+        return f"KeepHeadroom({str(self)!r}, {self.headroom!r})"
+
+
 class Index(Protocol):
     """What the simulator needs from a placement index."""
 
@@ -115,11 +207,24 @@ class ServerIndex:
                  mirror: bool = False) -> None:
         if placement not in PLACEMENTS:
             raise ValueError(f"unknown placement {placement!r}; choose one of {PLACEMENTS}")
-        self.placement = placement
+        #: Kept free on every server (None: none), from a KeepHeadroom placement.
+        self.headroom: Headroom | None = getattr(placement, "headroom", None)
+        self.placement = str(placement)
         self._first = placement == "first-fit"
         self.capacity = np.array(capacities, dtype=np.float64)
         self.total = self.capacity.sum(axis=0)
         self._scale = np.where(self.total > 0, self.total, 1.0)
+        if self.headroom is not None:
+            if mirror:  # compiled code testing fits on the mirror would not see it
+                raise ValueError("an index whose fits are tested on its mirror "
+                                 "(mirror=True) cannot keep a headroom")
+            if len(self.headroom.vector) != self.capacity.shape[1]:
+                raise ValueError(f"headroom {self.headroom.vector} is not over the "
+                                 f"{self.capacity.shape[1]} resources")
+        #: count_exempt: what exempt tasks hold per server (servers, resources),
+        #: and every query scans the servers (the room differs per server)
+        self._scan_all = self.headroom is not None and self.headroom.count_exempt
+        self._held = np.zeros_like(self.capacity) if self._scan_all else None
         # Plain Python floats: per-task updates touch a few numbers, where a
         # numpy call would cost more than the arithmetic.
         self._free_total: list[float] = self.total.tolist()
@@ -137,7 +242,8 @@ class ServerIndex:
         #: Free resources per server as one array, (servers, resources), the
         #: same floats as the lists: best-fit's view, and kept on request
         #: (``mirror``) for compiled code that tests fits itself (hdrf-fast).
-        self.mirror = self.capacity.copy() if mirror or not self._first else None
+        self.mirror = (self.capacity.copy() if mirror or not self._first or self._scan_all
+                       else None)
         self.release_epoch = 0
 
     # -- queries -------------------------------------------------------------
@@ -174,15 +280,27 @@ class ServerIndex:
         hit = self._answers.get(key)
         if hit is not None:
             return hit[1]
+        if self._scan_all:
+            need, server = [], self._scan_servers(demand)
+            self._answers[key] = [need, server]
+            return server
+        room = demand if self.headroom is None else self.room(demand)
         if self._first:
-            need = [d - TOLERANCE for d in demand.tolist()]
+            need = [d - TOLERANCE for d in room.tolist()]
             server = self._first_from(0, need)
             if len(self._answers) >= _MAX_ANSWERS:
                 self._answers.clear()
         else:
-            need, server = [], self._best_fit(demand)
+            need, server = [], self._best_fit(demand, room)
         self._answers[key] = [need, server]
         return server
+
+    def room(self, demand: np.ndarray) -> np.ndarray:
+        """The free space a server needs to take a task of ``demand``: the
+        demand, plus the headroom unless the task may use it."""
+        if self.headroom is None:
+            return demand
+        return self.headroom.room(demand, self._scale)
 
     def duration_factor(self, server: int) -> float:
         """How much slower a task starting now on ``server`` runs (never: tasks
@@ -194,6 +312,8 @@ class ServerIndex:
     # resource would cost more than the update), a resource the task does not
     # use skipped.
     def allocate(self, server: int, need: tuple[float, ...]) -> None:
+        if self._held is not None:
+            self._hold(server, need, 1.0)
         total, free = self._free_total, self._free
         for r in self._resources:
             n = need[r]
@@ -205,6 +325,8 @@ class ServerIndex:
         self._shrunk(server)  # the blocks' bounds stay bounds: see _scan
 
     def release(self, server: int, need: tuple[float, ...]) -> None:
+        if self._held is not None:
+            self._hold(server, need, -1.0)
         total, free, upper = self._free_total, self._free, self._upper
         for r in self._resources:
             n = need[r]
@@ -268,7 +390,7 @@ class ServerIndex:
 
     def _shrunk(self, server: int) -> None:
         """``server`` has less room: only answers that were it can move (later)."""
-        if not self._first:
+        if not self._first or self._scan_all:
             self._answers.clear()
             return
         free = self._free
@@ -283,7 +405,7 @@ class ServerIndex:
     def _grew(self, server: int) -> None:
         """``server`` has more room: answers after it (or none) may become it."""
         self.release_epoch += 1
-        if not self._first:
+        if not self._first or self._scan_all:
             self._answers.clear()
             return
         free = self._free
@@ -326,10 +448,38 @@ class ServerIndex:
             i += 1
         return None
 
-    def _best_fit(self, demand: np.ndarray) -> int | None:
+    def _hold(self, server: int, need: tuple[float, ...], sign: float) -> None:
+        """count_exempt: a task that may use the headroom starts (+) or stops
+        (-) on ``server``."""
+        assert self.headroom is not None and self._held is not None
+        d = np.array(need)
+        if self.headroom.exempts(d, self._scale):
+            self._held[server] += sign * d
+
+    def _scan_servers(self, demand: np.ndarray) -> int | None:
+        """count_exempt: the server the rule picks among those where ``demand``
+        fits and, unless the task may use the headroom, leaves free what exempt
+        tasks do not already hold of the headroom it must keep."""
+        assert self.headroom is not None and self.mirror is not None
+        free = self.mirror
+        ok = np.all(free >= demand - TOLERANCE, axis=1)
+        if not self.headroom.exempts(demand, self._scale):
+            ok &= np.all(free - demand + self._held >= self.headroom.kept(demand) - TOLERANCE,
+                         axis=1)
+        if not ok.any():
+            return None
+        if self._first:
+            return int(np.argmax(ok))
+        leftover = ((free - demand) / self._scale).sum(axis=1)
+        leftover[~ok] = np.inf
+        return int(np.argmin(leftover))
+
+    def _best_fit(self, demand: np.ndarray, room: np.ndarray) -> int | None:
+        """The server with room (``room``: the demand, or with the headroom)
+        that ``demand`` leaves with the least normalised free space."""
         free = self.mirror
         assert free is not None
-        ok = np.all(free >= demand - TOLERANCE, axis=1)
+        ok = np.all(free >= room - TOLERANCE, axis=1)
         if not ok.any():
             return None
         leftover = ((free - demand) / self._scale).sum(axis=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -33,7 +34,7 @@ class SimulationResult:
     def __init__(self, builders: Mapping[str, Callable[[], pd.DataFrame]], *,
                  resources: tuple[str, ...], makespan: float, workload_source: str,
                  wasted_work: float = 0.0, stopped_at: float | None = None,
-                 counts: Mapping[str, float] | None = None) -> None:
+                 counts: Mapping[str, float] | None = None, schedule_digest: str = "") -> None:
         self._builders = dict(builders)
         self.resources = resources
         self.makespan = makespan
@@ -44,6 +45,9 @@ class SimulationResult:
         self.stopped_at = stopped_at
         #: what hierfair.experiment.results.summarize reads besides jobs and utilization
         self.counts: dict[str, float] = dict(counts or {})
+        #: what ran where and when (every task's server, start and finish),
+        #: hashed: two runs with the same digest made the same schedule
+        self.schedule_digest = schedule_digest
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         builders = self.__dict__.get("_builders", {})
@@ -87,7 +91,15 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
         wasted_work=wasted,
         stopped_at=stopped_at,
         counts=_counts(ledger, rec),
+        schedule_digest=_schedule_digest(ledger),
     )
+
+
+def _schedule_digest(ledger: Ledger) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for column in (ledger.server, ledger.start, ledger.finish, ledger.attempt):
+        h.update(memoryview(column).cast("B"))
+    return h.hexdigest()
 
 
 def _tasks(ledger: Ledger, rec: Recorder, paths: np.ndarray) -> pd.DataFrame:
