@@ -170,5 +170,5 @@ def test_search_stays_within_its_budget_and_keeps_the_fixed_lies():
 def test_exact_budget_is_stated():
     # docs/properties.md quotes these numbers
     assert (EXACT.random, EXACT.starts, EXACT.local) == (32, 2, 48)
-    assert misreport.WHOLE.most == 6 + 1 * 12
+    assert misreport.WHOLE.most == 4 + 1 * 8
     assert evaluations_at_most(1, 4, EXACT) == 1 + 8 + 32 + 96

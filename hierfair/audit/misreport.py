@@ -263,7 +263,7 @@ LOSS = 1e-9
 REFINE = 10
 #: Budgets per liar set: exact allocations cost ~1 ms, whole-task fills 1-20 ms.
 EXACT = Budget(random=32, starts=2, local=48)
-WHOLE = Budget(random=6, starts=1, local=12)
+WHOLE = Budget(random=4, starts=1, local=8)
 #: Groups: sibling leaves (H-DRF §4.2: "users within an organization could
 #: collude"), the first ``GROUP`` demanding children of a node; exact
 #: allocations try the first ``EXACT_GROUPS`` such groups in pre-order.
@@ -322,16 +322,23 @@ def _liar(p: Probe, leaf: int, truth: float) -> Liar:
 
 def _run(p: Probe, members: tuple[int, ...], budget: Budget,
          seeds: list[dict[int, tuple[float, ...]]]) -> Result:
-    truth, paths = p.useful(), p.exp.hierarchy.paths
+    truth = p.useful()
 
     def evaluate(declared: Declared) -> dict[int, float]:
-        lies = tuple((paths[i], tuple(float(v) for v in declared[i])) for i in sorted(declared))
-        useful = p.useful(lies)
+        useful = p.useful(_lies(p, declared))
         return {i: useful[i] for i in declared}
 
     liars = [_liar(p, i, truth[i]) for i in members]
     seeds_ = [{i: np.asarray(v) for i, v in s.items()} for s in seeds]
     return search(liars, p.total, evaluate, budget, seed_of(_content(p), members), seeds_)
+
+
+def _lies(p: Probe, declared: Declared | dict[int, tuple[float, ...]]) -> tuple:
+    """The probe's ``lies``: the members not telling the truth (a truthful
+    declaration is the truthful fill, answered from its cache)."""
+    paths = p.exp.hierarchy.paths
+    return tuple((paths[i], tuple(float(v) for v in declared[i])) for i in sorted(declared)
+                 if not np.array_equal(declared[i], p.demands[i]))
 
 
 def _content(p: Probe) -> tuple:
@@ -405,12 +412,10 @@ def _finer(p: Probe, r: Result, seed: Result | None) -> tuple[float, dict | None
     cands = [r.declared]
     if seed is not None and seed.score > 0 and seed.declared != r.declared:
         cands.append(seed.declared)
-    paths = p.exp.hierarchy.paths
     truth = p.useful(finer=REFINE)
     best: tuple[float, dict | None] = (-math.inf, None)
     for declared in cands:
-        lies = tuple((paths[i], declared[i]) for i in sorted(declared))
-        useful = p.useful(lies, finer=REFINE)
+        useful = p.useful(_lies(p, declared), finer=REFINE)
         gains = [(useful[x.leaf] - truth[x.leaf]) / max(truth[x.leaf], 1.0) for x in r.liars]
         weakly = all(g >= -x.slack for g, x in zip(gains, r.liars))
         value = max(gains) if weakly else min(gains)  # a member worse off: its loss
