@@ -39,14 +39,15 @@ def test_the_papers_claims_are_checked_in_the_experiments():
 
 
 #: Specs too slow for make test at full size (1-3 minutes each on 2 cores) are
-#: pinned here at fewer seeds; make reproduce checks them at full size.  Where
-#: a verdict differs at the reduced size it is pinned explicitly (claim index
-#: -> verdict): those claims' margins are within the spread between seeds.  A
-#: third element replaces grid axes; claims whose checks select a dropped grid
-#: value are left out.
+#: run here at fewer seeds; make reproduce checks them at full size.  With
+#: fewer seeds a claim over stochastic runs may be inconclusive (one seed
+#: always is), but never decided otherwise than the spec expects; a verdict
+#: pinned explicitly (claim index -> verdict) must be exactly that.  A third
+#: element replaces grid axes; claims whose checks select a dropped grid value
+#: are left out.
 REDUCED: dict[str, tuple] = {
     "hdrf-sec52": ([0], {}),
-    "hdrf-sec531": ([0], {0: "holds", 5: "refuted", 11: "refuted"}),
+    "hdrf-sec531": ([0], {}),
     "hogs-and-mice": ([0, 1, 2], {}),
     "hdrf-fig13": ([0], {}),
     "hdrf-fig13-week": ([0], {}, {"workload.jobs": [250]}),
@@ -123,7 +124,13 @@ def test_every_verdict_is_what_the_spec_expects(tmp_path, name):
     verdicts = json.loads((tmp_path / name / "claims.json").read_text())
     assert len(verdicts) == len(data["claims"])
     for i, v in enumerate(verdicts):
-        assert v["verdict"] == pinned.get(i, expected_verdict(v)), (v["claim"], v["checks"])
+        if i in pinned:
+            assert v["verdict"] == pinned[i], (v["claim"], v["checks"])
+        elif name in REDUCED:
+            # fewer seeds may leave a claim undecided, never decide it otherwise
+            assert v["verdict"] in (expected_verdict(v), "inconclusive"), (v["claim"], v["checks"])
+        else:
+            assert v["verdict"] == expected_verdict(v), (v["claim"], v["checks"])
 
 
 def test_a_wrong_expectation_is_refuted_with_the_measured_value():
@@ -199,13 +206,18 @@ def test_editing_a_claim_does_not_rerun_the_simulations(tmp_path):
 
 
 def test_the_report_opens_with_the_verdicts(tmp_path):
-    for name in ("drf-example", "facebook-bins"):
-        sweep(read_yaml(EXPERIMENTS / f"{name}.yaml"), tmp_path, jobs=2)
+    data = read_yaml(EXPERIMENTS / "drf-example.yaml")
+    sweep(data, tmp_path, jobs=2)
+    # a claim whose mechanism the model lacks: untestable here, and counted so
+    gap = {"claim": "B's tasks run faster on a GPU", "source": "nowhere",
+           "untestable": "the model has no GPU speed-up",
+           "checks": [{"algorithm": "drf", "node": "B", "resource": "tasks", "equals": 2}]}
+    sweep({**data, "name": "drf-gap", "claims": [gap]}, tmp_path, jobs=2)
     text = write_report(tmp_path).read_text()
     head = text[:text.index("## drf-example")]
-    assert "3 of 3 verdicts are as the specs expect" in head
+    assert "2 of 2 verdicts are as the specs expect" in head
     assert "| [drf-example](#drf-example) | DRF gives A three tasks" in head
-    assert head.count("untestable here (not reproduced: the paper's Pareto-Efficient") == 1
+    assert head.count("untestable here (the model has no GPU speed-up") == 1
     assert "| drf | A | tasks | = 3 ± 0.000001 | 3 | computed once | 3 | exact | holds |" in text
 
 

@@ -35,6 +35,7 @@ from hierfair.report.summary import (
     claim_view,
     claim_views,
     count_rows,
+    findings,
     group,
     split_measures,
 )
@@ -388,3 +389,33 @@ def test_figures_facet_by_grid_point_and_write_ticks_in_the_one_format():
     plt.close(fig)
     assert any("," in t for t in labels) and not any(E_NOTATION.search(t) for t in labels)
     assert not ax.yaxis.get_offset_text().get_text()  # no "1e-5" above the axis
+
+
+def test_findings_keep_fluid_and_whole_task_failures_apart(tmp_path):
+    """Issue 25: a fluid theorem refuted, a simulated claim refuted and a
+    fluid claim that fails only with whole tasks are three separate lists."""
+    fluid_refuted = dict(claim("H-DRF is strategy-proof", "H-DRF §4.2, Theorem 3", "refuted",
+                               [check(outcome="refuted")], expect="refuted",
+                               history=[HISTORY]), fluid=True, whole_tasks_verdict="refuted")
+    whole_only = dict(claim("DRF is envy-free", "DRF §4.1", "holds", [check()]),
+                      fluid=True, whole_tasks_verdict="refuted")
+    fluid_holds = dict(claim("DRF is Pareto-efficient", "DRF §4.1", "holds", [check()]),
+                       fluid=True, whole_tasks_verdict="holds")
+    simulated = claim("H-DRF improves n1,2 by 250 %", "H-DRF §5.2", "refuted",
+                      [check(outcome="refuted")], expect="refuted", history=[HISTORY])
+    folder = tmp_path / "f"
+    folder.mkdir()
+    (folder / "claims.json").write_text(json.dumps(
+        [fluid_refuted, whole_only, fluid_holds, simulated]))
+    found = findings(claim_views(read([folder])))
+    assert [c.claim for c in found.fluid] == ["H-DRF is strategy-proof"]
+    assert [c.claim for c in found.simulated] == ["H-DRF improves n1,2 by 250 %"]
+    assert [c.claim for c in found.whole_tasks] == ["DRF is envy-free"]
+    readme = "\n".join(tables.summary_lines(read([folder])))
+    assert "**Fluid theorems refuted** (1)" in readme
+    assert "**Whole tasks only** (1)" in readme
+    whole = readme[readme.index("**Whole tasks only**"):]
+    assert "DRF is envy-free" in whole and "Pareto" not in whole
+    shown = visible(page([folder], tmp_path))
+    assert "Claims refuted in the simulation (1)" in shown
+    assert "Whole tasks only (1)" in shown

@@ -28,12 +28,14 @@ from hierfair.experiment.claims import count_verdicts, read_verdicts, verdict_wo
 from hierfair.experiment.verdict import NAMES
 from hierfair.report.fmt import MISSING, num, numbers_in
 from hierfair.report.summary import (
+    FINDING_KINDS,
     LEGEND,
     ClaimView,
     check_view,
     claim_view,
     count_rows,
     css,
+    findings,
     group,
     spec_status,
     with_conditions,
@@ -110,6 +112,7 @@ def render(root: Path, sections: list[Section], audit_md: str | None,
         runs_summary=f"{len(sections)} experiments, {num(runs)} runs"
                      + (f" ({num(failed)} failed or timed out)" if failed else ""),
         off=[c for c in claims if c.unexpected],
+        findings=findings(claims), finding_kinds=FINDING_KINDS,
         audit=Markup(markdown_html(audit_md)) if audit_md else None,
         sections=sections, n_figures=sum(len(s.figures) for s in sections),
         n_tables=n_tables)

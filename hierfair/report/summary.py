@@ -207,6 +207,10 @@ class ClaimView:
     expect: str
     history: list[dict[str, str]]
     checks: list[CheckView]
+    #: decided on the fluid allocation (a property of divisible resources)
+    fluid: bool = False
+    #: a fluid claim's verdict with whole tasks ("" for other claims)
+    whole_tasks: str = ""
 
 
 def claim_view(spec: str, index: int, v: dict[str, Any]) -> ClaimView:
@@ -220,7 +224,43 @@ def claim_view(spec: str, index: int, v: dict[str, Any]) -> ClaimView:
         unexpected=unexpected(v), published=v.get("published") or MISSING,
         proxy=v.get("proxy") or "", note=numbers_in(v.get("note") or ""),
         expect=expected_verdict(v), history=history,
-        checks=[check_view(c) for c in v.get("checks", [])])
+        checks=[check_view(c) for c in v.get("checks", [])],
+        fluid=bool(v.get("fluid")), whole_tasks=v.get("whole_tasks_verdict") or "")
+
+
+@dataclass
+class Findings:
+    """The published claims that fail, kept apart by what failed (issue 25):
+    a theorem about divisible resources on the fluid allocation, a claim in
+    the simulation, and a fluid claim that fails only with whole tasks."""
+
+    fluid: list[ClaimView]
+    simulated: list[ClaimView]
+    whole_tasks: list[ClaimView]
+
+    def __bool__(self) -> bool:
+        return bool(self.fluid or self.simulated or self.whole_tasks)
+
+
+def findings(claims: list[ClaimView]) -> Findings:
+    refuted = [c for c in claims if c.verdict == "refuted"]
+    return Findings(fluid=[c for c in refuted if c.fluid],
+                    simulated=[c for c in refuted if not c.fluid],
+                    whole_tasks=[c for c in claims if c.fluid and c.verdict != "refuted"
+                                 and c.whole_tasks == "refuted"])
+
+
+#: (attribute of Findings, heading, what the list holds)
+FINDING_KINDS = [
+    ("fluid", "Fluid theorems refuted",
+     "a property the paper states for divisible resources fails on the fluid allocation "
+     "(tasks cut 10 and 100 times finer, or the static solver)"),
+    ("simulated", "Claims refuted in the simulation",
+     "a claim about whole-task runs fails at the spec's setting"),
+    ("whole_tasks", "Whole tasks only",
+     "a fluid theorem holds on the fluid allocation but not with whole tasks: an effect of "
+     "indivisible tasks, not a refutation of the theorem"),
+]
 
 
 @dataclass

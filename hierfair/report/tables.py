@@ -29,10 +29,12 @@ from hierfair.report.catalogue import catalogue_table, read_catalogue
 from hierfair.report.fmt import MISSING, Progress, num, numbers_in
 from hierfair.report.plots import CAPTIONS, draw
 from hierfair.report.summary import (
+    FINDING_KINDS,
     LEGEND,
     check_view,
     claim_views,
     count_rows,
+    findings,
     group,
     with_conditions,
 )
@@ -198,6 +200,20 @@ def summary_lines(verdicts: list[tuple[str, list[dict]]]) -> list[str]:
         lines += [f"- {c.word} (expects {c.expect}): {c.claim} ([{c.spec}](#{c.spec}))"
                   for c in off]
         lines.append("")
+    return lines + findings_lines(claims)
+
+
+def findings_lines(claims: list) -> list[str]:
+    """The findings, fluid and whole-task apart (summary.FINDING_KINDS)."""
+    found = findings(claims)
+    if not found:
+        return []
+    lines = ["### Findings", ""]
+    for attr, heading, meaning in FINDING_KINDS:
+        listed = getattr(found, attr)
+        lines += [f"**{heading}** ({len(listed)}): {meaning}.", ""]
+        lines += [f"- {_md(c.claim)} ({_md(c.source)}; [{c.spec}](#{c.spec}))" for c in listed]
+        lines += [""] * bool(listed)
     return lines
 
 
