@@ -74,6 +74,9 @@ class Property:
     #: k), "" (not refined by the runner: exact counts or times, or a
     #: check that measures finer tasks itself and sets ``fine``)
     refine: str = ""
+    #: how many smaller instances the shrinker may try (a search-based check
+    #: costs a search per try: fewer, so that make reproduce's audit fits)
+    shrink_checks: int = 150
 
 
 # -- shared pieces -----------------------------------------------------------
@@ -367,11 +370,11 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in (
              envy_leaves, refine="tasks"),
     # the misreport search re-measures whole-task misses with finer tasks itself
     Property("strategy-proofness", "strategy-proofness (one leaf misreports)",
-             "relative gain in useful tasks", strategy_proofness,
+             "relative gain in useful tasks", strategy_proofness, shrink_checks=40,
              promised={"drf": "DRF §1", **{a: "H-DRF §4.2, Theorem 3" for a in HDRF}}),
     Property("group-strategy-proofness",
              "group strategy-proofness (2-3 sibling leaves misreport)",
-             "relative gain in useful tasks", group_strategy_proofness,
+             "relative gain in useful tasks", group_strategy_proofness, shrink_checks=40,
              promised={a: "H-DRF §4.2, Theorem 3" for a in HDRF}),
     Property("sharing-incentive", "sharing incentive (one-level trees)", "tasks",
              sharing_incentive,

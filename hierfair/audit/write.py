@@ -84,7 +84,7 @@ def _shrink_property(prop: str, cells: list[tuple[str, int]], shape: Shape) -> l
     for algorithm, origin in cells:
         start = next((s for s in small if violation(s, algorithm, p) is not None),
                      draw(origin, shape))
-        inst, outcome = shrink(start, algorithm, p)
+        inst, outcome = shrink(start, algorithm, p, max_checks=p.shrink_checks)
         small.append(inst)
         out.append(Found(algorithm, prop, inst, outcome, origin))
     return out
