@@ -419,3 +419,14 @@ def test_findings_keep_fluid_and_whole_task_failures_apart(tmp_path):
     shown = visible(page([folder], tmp_path))
     assert "Claims refuted in the simulation (1)" in shown
     assert "Whole tasks only (1)" in shown
+
+
+def test_a_mapping_grid_value_is_named_by_the_fields_that_differ():
+    from hierfair.report.summary import _distinct
+
+    base = {"size": "largest-task", "exempt": "dominant-share", "algorithms": ["hdrf"]}
+    readings = [{**base, "keep": "used"}, {**base, "keep": "all"},
+                {**base, "keep": "used", "count_exempt": True}]
+    assert [_distinct(r, readings) for r in readings] == [
+        "{keep: used}", "{keep: all}", "{keep: used, count_exempt: true}"]
+    assert _distinct(0.6, [0.6, 0.8]) == 0.6
