@@ -28,6 +28,12 @@ MAX_AMOUNT = 1e12
 MIN_WEIGHT, MAX_WEIGHT = 1e-9, 1e9
 #: Seeds feed numpy's SeedSequence and are stored as int64.
 MAX_SEED = 2**32 - 1
+#: A spec's name and an algorithm's label become file and folder names (the
+#: results folder, its runs' folders): one path component of at most this
+#: many characters, letters, digits, '.', '_' and '-', starting with a letter
+#: or digit -- no separator, no '..', no control character.
+MAX_NAME = 100
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 #: The most seeds an adaptive ``seeds: {min, max}`` may run.
 MAX_ADAPTIVE_SEEDS = 200
 #: Levels of nesting in a spec (a hand-written tree of depth d nests 2d deep).

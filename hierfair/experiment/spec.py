@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +50,9 @@ from hierfair.experiment.claim_spec import ClaimSpec
 from hierfair.experiment.claim_spec import validate as validate_claims
 from hierfair.experiment.limits import (
     MAX_ADAPTIVE_SEEDS,
+    MAX_NAME,
     MAX_TIME,
+    NAME_PATTERN,
     Amount,
     PositiveTime,
     Seed,
@@ -151,6 +154,16 @@ class AlgorithmSpec(Strict):
         """The label, else the name (a ``module:Class`` name: the class's)."""
         return self.label or self.name.rpartition(":")[2]
 
+    @model_validator(mode="after")
+    def _display_is_a_file_name(self) -> AlgorithmSpec:
+        # the label names the run folders under --out: one safe path component
+        if not re.match(NAME_PATTERN, self.display) or len(self.display) > MAX_NAME:
+            field = "label" if self.label is not None else "name"
+            raise ValueError(
+                f"{field} {self.display!r} becomes a folder name: use at most {MAX_NAME} "
+                "letters, digits, '.', '_' and '-', starting with a letter or digit")
+        return self
+
 
 class PreemptionSpec(Strict):
     """What a preempted, killed or failed task loses."""
@@ -226,7 +239,7 @@ class SeedRange(Strict):
 
 
 class Spec(Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    name: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME)
     description: str = ""
     cluster: dict[str, Any] = Field(min_length=1)
     hierarchy: dict[str, Any] = Field(min_length=1)
@@ -284,6 +297,17 @@ class Spec(Strict):
                     raise ValueError(f"claims[{i}].checks[{j}] reads {need}.parquet, which "
                                      f"tables leaves out (tables: {self.tables})")
         return self
+
+    @field_validator("algorithms")
+    @classmethod
+    def _labels_are_unique(cls, v: list[AlgorithmSpec]) -> list[AlgorithmSpec]:
+        seen: dict[str, int] = {}
+        for i, a in enumerate(v):
+            if a.display in seen:
+                raise ValueError(f"algorithms[{i}] and algorithms[{seen[a.display]}] are both "
+                                 f"labelled {a.display!r}: give one a label of its own")
+            seen[a.display] = i
+        return v
 
     @field_validator("algorithms", mode="before")
     @classmethod

@@ -1,0 +1,57 @@
+"""Issue 26: names that become paths are one safe path component, checked by
+validate with the field named; a run never writes outside --out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hierfair.cli import main
+
+from .conftest import spec_with
+
+BAD_LABELS = ["../../../PWNED", "/tmp/PWNED", "a/b", "nul\x00byte", "x" * 101, ".hidden",
+              "new\nline"]
+
+
+def write(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("label", BAD_LABELS)
+def test_a_label_that_is_not_one_safe_file_name_is_refused(tmp_path, capsys, label):
+    before = set(tmp_path.parent.iterdir())
+    path = write(tmp_path, spec_with(algorithms=[{"name": "drf", "label": label}]))
+    for command in (["validate", str(path)], ["run", str(path), "--out", str(tmp_path / "out")]):
+        assert main(command) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "algorithms[0]" in err[0] and "Traceback" not in err[0]
+    assert not (tmp_path / "out").exists()
+    assert set(tmp_path.parent.iterdir()) == before  # nothing written beside
+
+
+def test_a_name_too_long_for_a_folder_is_refused(tmp_path, capsys):
+    path = write(tmp_path, spec_with(name="n" * 101))
+    assert main(["validate", str(path)]) == 2
+    assert "name" in capsys.readouterr().err
+
+
+def test_two_algorithms_with_one_label_are_refused(tmp_path, capsys):
+    path = write(tmp_path, spec_with(algorithms=[{"name": "drf", "label": "x"},
+                                                 {"name": "hdrf", "label": "x"}]))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "algorithms[1] and algorithms[0] are both labelled 'x'" in err
+    # an algorithm named twice without labels is the same collision
+    path = write(tmp_path, spec_with(algorithms=["drf", "drf"]))
+    assert main(["validate", str(path)]) == 2
+
+
+def test_a_class_name_is_a_label(tmp_path):
+    # module:Class labels its runs by the class's name, which is a safe name
+    path = write(tmp_path, spec_with(algorithms=[{"name": "hierfair.algorithms.drf:WeightedDRF"}]))
+    assert main(["validate", str(path)]) == 0
