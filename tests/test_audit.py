@@ -208,3 +208,32 @@ def test_cli_audit_writes_table_and_counterexamples(tmp_path, capsys):
     for spec in cx.glob("*.yaml"):
         (verdict,) = evaluate(load_spec(spec), NO_RUNS)
         assert verdict.verdict == "refuted", spec.name
+
+
+def test_the_audit_touches_only_the_counterexamples_it_wrote(tmp_path, capsys):
+    """Issue 26: `--counterexamples DIR` over a folder of the user's own specs
+    removes none of them, keeps the user's README, and refuses to overwrite a
+    file of the name it needs that it did not write."""
+    cx = tmp_path / "mine"
+    cx.mkdir()
+    own = {"drf-example.yaml": (ROOT / "experiments" / "drf-example.yaml").read_text(),
+           "README.md": "my notes\n"}
+    for name, text in own.items():
+        (cx / name).write_text(text)
+    args = ["audit", "-n", "2", "--seed", "2", "--algorithms", "fifo", "--properties",
+            "pareto", "--out", str(tmp_path / "audit"), "--counterexamples", str(cx),
+            "--jobs", "1"]
+    assert main(args) == 0
+    for name, text in own.items():
+        assert (cx / name).read_text() == text
+    written = sorted(p.name for p in cx.glob("*.yaml") if p.name not in own)
+    assert written == ["pareto--fifo.yaml"]
+    assert main(args) == 0  # a rerun rewrites its own file, nothing else
+    assert sorted(p.name for p in cx.glob("*.yaml")) == sorted(["drf-example.yaml", *written])
+    # a file of the name the audit needs that it did not write: refused, untouched
+    (cx / "pareto--fifo.yaml").write_text("name: mine\n")
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pareto--fifo.yaml" in err[0] and "refusing" in err[0]
+    assert (cx / "pareto--fifo.yaml").read_text() == "name: mine\n"

@@ -21,7 +21,16 @@ from joblib import Parallel, delayed
 
 from hierfair.audit.instance import DEFAULT_SHAPE, Instance, Shape, draw
 from hierfair.audit.properties import PROPERTIES, Outcome
-from hierfair.audit.runner import FINER, audit, shrink, summarise, verdict, violation
+from hierfair.audit.runner import (
+    FINER,
+    audit,
+    default_algorithms,
+    shrink,
+    summarise,
+    verdict,
+    violation,
+)
+from hierfair.errors import HierfairError
 from hierfair.experiment.results import write_text
 
 FOLDER_NOTE = ("Written by `hierfair audit` (`make reproduce`); regenerated on every run, "
@@ -45,6 +54,10 @@ def run_audit(out: Path, counterexamples: Path | None, instances: int, seed: int
               properties: list[str] | None = None, jobs: int = -1,
               progress: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Audit, shrink, write; returns the summary table."""
+    if counterexamples is not None:  # refuse before the work, not after it
+        _check_not_theirs(counterexamples, [f"{prop}--{a}.yaml"
+                                            for prop in properties or PROPERTIES
+                                            for a in algorithms or default_algorithms()])
     rows = audit(instances, seed, shape, algorithms, properties, jobs, progress)
     summary = summarise(rows)
     found: list[Found] = []
@@ -90,13 +103,39 @@ def _shrink_property(prop: str, cells: list[tuple[str, int]], shape: Shape) -> l
     return out
 
 
+#: The first line of every counterexample spec the audit writes: what it may
+#: rewrite or remove (issue 26: nothing else in the folder is touched).
+MARKER = "# A minimal counterexample written by `hierfair audit` (do not edit)."
+
+
+def _ours(path: Path, marker: str) -> bool:
+    """Whether ``path`` starts with the audit's ``marker`` (a file it wrote)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            return f.readline().startswith(marker)
+    except OSError:
+        return False
+
+
+def _check_not_theirs(folder: Path, names: list[str]) -> None:
+    """Refuse, naming it, a file the audit would write over that it did not write."""
+    for name in sorted(names):
+        if (folder / name).exists() and not _ours(folder / name, MARKER):
+            raise HierfairError(f"{folder / name}: not a counterexample hierfair audit wrote; "
+                                "refusing to overwrite it (choose another --counterexamples)")
+
+
 def _write_specs(folder: Path, found: list[Found]) -> list[Found]:
     folder.mkdir(parents=True, exist_ok=True)
+    _check_not_theirs(folder, [f"{f.prop}--{f.algorithm}.yaml" for f in found])
     kept = {}  # when each counterexample was first found: its history survives a rewrite
-    for old in folder.glob("*.yaml"):  # the folder is the audit's own
-        kept[old.name] = _history(old)
-        old.unlink()
-    write_text(FOLDER_NOTE, folder / "README.md")
+    for old in folder.glob("*.yaml"):  # only the audit's own files are rewritten or removed
+        if _ours(old, MARKER):
+            kept[old.name] = _history(old)
+            old.unlink()
+    readme = folder / "README.md"
+    if not readme.exists() or _ours(readme, "Written by `hierfair audit`"):
+        write_text(FOLDER_NOTE, readme)
     written = []
     for f in found:
         f = replace(f, file=str(folder / f"{f.prop}--{f.algorithm}.yaml"))
@@ -142,7 +181,7 @@ def spec_text(f: Found, history: list[dict] | None = None) -> str:
     name = f"cx-{f.prop}--{f.algorithm}"
     spec = f.instance.spec(name, [f.algorithm], running=p.running, claims=[claim],
                            description=f"{f.algorithm} violates {p.title}: {o.witness}")
-    head = ["# A minimal counterexample written by `hierfair audit` (do not edit).",
+    head = [MARKER,
             f"# Property: {p.title} ({stance}); definition in docs/properties.md.",
             f"# Shrunk from audit instance {f.origin} (seed {f.origin}); {o.witness}.",
             f"# Reproduce: hierfair run {f.file or 'THIS.yaml'} -- the claim's check is the",
