@@ -16,7 +16,7 @@ from hierfair.audit.write import run_audit
 from hierfair.errors import SpecError
 from hierfair.experiment.spec import build_experiment
 
-from .conftest import spec_with
+from .conftest import EXPERIMENTS, spec_with
 
 PNG = b"\x89PNG\r\n\x1a\n"
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser",
@@ -110,3 +110,24 @@ def test_chromium_renders_every_figure_and_table(report, tmp_path):
     assert int(attrs["data-figures"]) >= 5
     assert attrs["data-figures-rendered"] == attrs["data-figures"]  # every PNG decoded
     assert int(attrs["data-tables-rendered"]) >= int(attrs["data-tables"]) > 0
+
+
+def test_report_never_overwrites_a_readme_or_page_it_did_not_write(tmp_path, capsys):
+    """Issue 26: `hierfair report .` in a folder holding the user's own
+    README.md (or index.html) refuses, naming it, and changes nothing."""
+    from hierfair.cli import main
+
+    spec = EXPERIMENTS / "drf-example.yaml"
+    assert main(["run", str(spec), "--out", str(tmp_path)]) == 0
+    assert main(["report", str(tmp_path)]) == 0  # its own files: rewritten freely
+    assert main(["report", str(tmp_path)]) == 0
+    for name in ("README.md", "index.html"):
+        theirs = tmp_path / name
+        kept = theirs.read_text()
+        theirs.write_text("my own notes\n")
+        capsys.readouterr()
+        assert main(["report", str(tmp_path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and name in err[0] and "refusing" in err[0]
+        assert theirs.read_text() == "my own notes\n"
+        theirs.write_text(kept)

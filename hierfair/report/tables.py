@@ -252,6 +252,11 @@ def _measured(c: dict) -> str:
     return html.measured_text(c)
 
 
+#: The files ``report`` writes in a results folder, and the mark each carries:
+#: one without it is the user's, and is never overwritten (issue 26).
+OURS = {"README.md": "# hierfair reports\n", "index.html": "<title>hierfair report</title>"}
+
+
 def write_report(root: Path, catalogue: Path | None = None) -> Path:
     """``root/README.md`` for every results folder below ``root``; with a
     ``catalogue`` (docs/reproductions.md), it opens with every claim of the
@@ -259,6 +264,11 @@ def write_report(root: Path, catalogue: Path | None = None) -> Path:
     if not root.is_dir():
         raise HierfairError(f"{root}: no such results folder (`hierfair run SPEC --out "
                             f"{root}` writes one)")
+    for name, mark in OURS.items():  # never overwrite a file the user wrote
+        if (root / name).exists() and mark not in (root / name).read_text(
+                encoding="utf-8", errors="replace")[:2000]:
+            raise HierfairError(f"{root / name}: not written by hierfair report; refusing to "
+                                "overwrite it (report on the results folder itself)")
     folders = sorted(p.parent for p in root.glob("*/runs.parquet"))
     audit = root / "audit" / "table.md"  # `hierfair audit --out ROOT/audit`
     if not folders and not audit.exists():
