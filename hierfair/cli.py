@@ -263,6 +263,13 @@ def _run(args: argparse.Namespace) -> int:
                         value=args.timeout)
     out = Path(args.out)
     specs = _plans(args)
+    first: dict[str, str] = {}
+    for path, _data, planned in specs:  # one results folder per name under --out
+        name = planned.experiment.spec.name
+        if name in first:
+            raise SpecError(f"{first[name]} has the same name: both would write {out / name}",
+                            file=str(path), where="name", value=name)
+        first[name] = str(path)
     if args.dry_run:
         for _path, _data, planned in specs:
             print(f"{planned.experiment.spec.name}: {len(planned.runs)} runs")

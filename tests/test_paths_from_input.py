@@ -55,3 +55,14 @@ def test_a_class_name_is_a_label(tmp_path):
     # module:Class labels its runs by the class's name, which is a safe name
     path = write(tmp_path, spec_with(algorithms=[{"name": "hierfair.algorithms.drf:WeightedDRF"}]))
     assert main(["validate", str(path)]) == 0
+
+
+def test_two_specs_of_one_name_in_one_command_are_refused(tmp_path, capsys):
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    for path in (a, b):
+        path.write_text(yaml.safe_dump(spec_with(name="same")))
+    out = tmp_path / "out"
+    assert main(["run", str(a), str(b), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "b.yaml" in err[0] and "a.yaml has the same name" in err[0]
+    assert not out.exists()  # refused before anything ran
