@@ -88,19 +88,17 @@ class Verdict:
         where it differs from the fluid verdict, a whole-task finding."""
         if not self.fluid or self.untestable:
             return ""
-        outcomes = [c.whole_outcome or c.outcome for c in self.checks]
-        if any(c.missing for c in self.checks):
-            return "n/a"
-        for word in ("refuted", "untestable", "inconclusive"):
-            if word in outcomes:
-                return word
-        return "holds"
+        return self._combined([c.whole_outcome or c.outcome for c in self.checks])
 
     @property
     def verdict(self) -> str:
-        outcomes = [c.outcome for c in self.checks]
         if self.untestable:
             return "untestable"
+        return self._combined([c.outcome for c in self.checks])
+
+    def _combined(self, outcomes: list[str]) -> str:
+        """The checks' outcomes as one verdict: n/a if a run is missing, else
+        the first of refuted, untestable, inconclusive present, else holds."""
         if any(c.missing for c in self.checks):
             return "n/a"
         for word in ("refuted", "untestable", "inconclusive"):
