@@ -183,6 +183,12 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"{path}: ok ({exp.spec.name}: {len(planned.runs)} run(s); "
               f"{exp.cluster.n_servers} server(s), {len(exp.hierarchy.leaves)} leaves, "
               f"{len(wl.jobs)} jobs, {wl.n_tasks} tasks; input: {wl.source})")
+        # a spec is code, like a Makefile: say what of it run would import and run
+        imported = sorted({a.name.rpartition(":")[0] for a in exp.spec.algorithms
+                           if ":" in a.name})
+        if imported:
+            print(f"{path}: imports and runs code from: {', '.join(imported)} "
+                  "(docs/spec.md, \"A spec is code\")")
     return 0
 
 

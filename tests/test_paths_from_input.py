@@ -66,3 +66,14 @@ def test_two_specs_of_one_name_in_one_command_are_refused(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "b.yaml" in err[0] and "a.yaml has the same name" in err[0]
     assert not out.exists()  # refused before anything ran
+
+
+def test_validate_names_the_code_a_spec_would_import(tmp_path, capsys):
+    path = write(tmp_path, spec_with(algorithms=["drf", {"name": "hierfair.algorithms.drf:WeightedDRF",
+                                                        "label": "mine"}]))
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "imports and runs code from: hierfair.algorithms.drf" in out
+    shipped = write(tmp_path, spec_with())
+    assert main(["validate", str(shipped)]) == 0
+    assert "imports" not in capsys.readouterr().out
