@@ -176,6 +176,22 @@ def _plans(args: argparse.Namespace) -> list:
     return plans
 
 
+def writable_folder(folder: Path, flag: str) -> None:
+    """A folder results go to: made if missing, and writable -- else one line
+    naming the flag, exit 2 (never an internal error half-way through a run)."""
+    from hierfair.errors import SpecError
+
+    if folder.exists() and not folder.is_dir():
+        raise SpecError("is a file, not a folder", where=flag, value=str(folder))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(f"cannot make this folder: {exc.strerror}", where=flag,
+                        value=str(folder)) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise SpecError("cannot write in this folder", where=flag, value=str(folder))
+
+
 def _validate(args: argparse.Namespace) -> int:
     for path, _data, planned in _plans(args):
         exp = planned.experiment
@@ -276,6 +292,8 @@ def _run(args: argparse.Namespace) -> int:
             raise SpecError(f"{first[name]} has the same name: both would write {out / name}",
                             file=str(path), where="name", value=name)
         first[name] = str(path)
+    if not args.dry_run:
+        writable_folder(out, "--out")
     if args.dry_run:
         for _path, _data, planned in specs:
             print(f"{planned.experiment.spec.name}: {len(planned.runs)} runs")
@@ -381,6 +399,9 @@ def _audit(args: argparse.Namespace) -> int:
         except SpecError as exc:
             raise SpecError(exc.message, where="--algorithms", value=name) from None
     shape = Shape(max_depth=args.depth, max_fanout=args.fanout)
+    writable_folder(Path(args.out), "--out")
+    if args.counterexamples:
+        writable_folder(Path(args.counterexamples), "--counterexamples")
     summary = run_audit(Path(args.out), Path(args.counterexamples) if args.counterexamples
                         else None, args.instances, args.seed, shape, args.algorithms,
                         args.properties, args.jobs,

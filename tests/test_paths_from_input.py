@@ -77,3 +77,24 @@ def test_validate_names_the_code_a_spec_would_import(tmp_path, capsys):
     shipped = write(tmp_path, spec_with())
     assert main(["validate", str(shipped)]) == 0
     assert "imports" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["run", "audit"])
+def test_an_out_that_is_a_file_is_one_line_and_exit_2(tmp_path, capsys, command):
+    afile = tmp_path / "afile"
+    afile.write_text("mine\n")
+    spec = write(tmp_path, spec_with())
+    args = {"run": ["run", str(spec)], "audit": ["audit", "-n", "1"]}[command]
+    for out in (afile, afile / "sub"):
+        assert main([*args, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--out" in err[0] and str(afile) in err[0]
+    assert afile.read_text() == "mine\n"
+
+
+def test_a_spec_that_is_not_utf8_is_one_line_and_exit_2(tmp_path, capsys):
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(b"name: t\ndescription: caf\xe9\n")
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "line 2" in err and "not UTF-8" in err and "\n" not in err

@@ -424,9 +424,13 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def read_yaml(path: str | Path) -> Any:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError("no such file", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[:exc.start].count(b"\n") + 1
+        raise SpecError("not UTF-8 text (a spec is YAML in UTF-8)", file=str(path),
+                        where=f"line {line}", value=exc.object[exc.start:exc.end]) from None
     except OSError as exc:
         raise SpecError(f"cannot read: {exc.strerror}", file=str(path)) from None
     try:
