@@ -19,6 +19,8 @@ from hierfair.errors import HierfairError
 
 #: More parallel runs than this is a typo, not a machine (loky cannot make them).
 MAX_JOBS = 1024
+#: Commands that write results: a closed standard output cuts their work short.
+WRITERS = ("run", "audit", "report", "allocate")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -35,8 +37,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("hierfair: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # e.g. `hierfair list | head`
-        return 0
+    except BrokenPipeError:
+        # nothing more can be printed: stop Python's own complaint at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if args.command in WRITERS:  # work was cut short: say so
+            print(f"hierfair: stopped: standard output was closed (e.g. by `| head`); "
+                  f"`hierfair {args.command}` again completes what is missing", file=sys.stderr)
+            return 141  # 128 + SIGPIPE, as a shell reports it
+        return 0  # `hierfair list | head`: the reader has what it wanted
     except Exception as exc:  # a bug: one line, and the traceback on request
         if os.environ.get("HIERFAIR_DEBUG", "") not in ("", "0"):  # as HIERFAIR_NO_JIT
             raise

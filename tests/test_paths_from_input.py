@@ -98,3 +98,29 @@ def test_a_spec_that_is_not_utf8_is_one_line_and_exit_2(tmp_path, capsys):
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "line 2" in err and "not UTF-8" in err and "\n" not in err
+
+
+def test_a_closed_stdout_stops_a_run_with_one_line_and_a_rerun_completes(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    specs = []
+    for name in ("first", "second"):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(spec_with(name=name)))
+        specs.append(str(path))
+    out = tmp_path / "out"
+    read, write_end = os.pipe()
+    os.close(read)  # the reader is gone before anything is printed, as after `| head -0`
+    proc = subprocess.run([sys.executable, "-m", "hierfair", "run", *specs, "--out", str(out),
+                           "--jobs", "1"], stdout=write_end, stderr=subprocess.PIPE, text=True,
+                          timeout=300)
+    os.close(write_end)
+    assert proc.returncode == 141
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("hierfair:")]
+    assert lines == ["hierfair: stopped: standard output was closed (e.g. by `| head`); "
+                     "`hierfair run` again completes what is missing"]
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    assert main(["run", *specs, "--out", str(out)]) == 0
+    assert (out / "first" / "runs.parquet").exists() and (out / "second" / "runs.parquet").exists()
