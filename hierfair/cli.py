@@ -35,6 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"hierfair: error: {line}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        # joblib warns, while shutting its workers down, that it cancelled their tasks
+        warnings.filterwarnings("ignore", message=r".*tasks which were still being processed")
         print("hierfair: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
