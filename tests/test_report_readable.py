@@ -422,7 +422,7 @@ def test_findings_keep_fluid_and_whole_task_failures_apart(tmp_path):
 
 
 def test_a_mapping_grid_value_is_named_by_the_fields_that_differ():
-    from hierfair.report.summary import _distinct
+    from hierfair.report.fmt import distinct as _distinct
 
     base = {"size": "largest-task", "exempt": "dominant-share", "algorithms": ["hdrf"]}
     readings = [{**base, "keep": "used"}, {**base, "keep": "all"},
@@ -430,3 +430,6 @@ def test_a_mapping_grid_value_is_named_by_the_fields_that_differ():
     assert [_distinct(r, readings) for r in readings] == [
         "{keep: used}", "{keep: all}", "{keep: used, count_exempt: true}"]
     assert _distinct(0.6, [0.6, 0.8]) == 0.6
+    # as runs.parquet keeps it: JSON
+    import json
+    assert _distinct(json.dumps(readings[1]), [json.dumps(r) for r in readings]) == "{keep: all}"

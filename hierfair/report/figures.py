@@ -31,7 +31,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter  # noqa:
 from hierfair.experiment.detail import detail_table  # noqa: E402
 from hierfair.experiment.results import atomic_path  # noqa: E402
 from hierfair.experiment.spec import load_spec  # noqa: E402
-from hierfair.report.fmt import num, short_key  # noqa: E402
+from hierfair.report.fmt import distinct, num, short_key  # noqa: E402
 
 #: Figures facet by grid point: beyond this many, evenly spaced ones are drawn
 #: (the figure's title says how many of how many).
@@ -73,7 +73,9 @@ def grid_points(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str], str]:
     if not cols:
         runs["grid"] = ""
         return runs, [""], ""
-    runs["grid"] = [", ".join(f"{c.split('.')[-1]}={_value(v)}" for c, v in zip(cols, row))
+    axis = {c: list(runs[c].dropna().unique()) for c in cols}
+    runs["grid"] = [", ".join(f"{c.split('.')[-1]}={_value(distinct(v, axis[c]))}"
+                              for c, v in zip(cols, row))
                     for row in runs[cols].itertuples(index=False)]
     order = "grid_point" if "grid_point" in runs else cols[0]
     points = list(dict.fromkeys(runs.sort_values(order, kind="stable")["grid"]))
@@ -281,11 +283,14 @@ def plot_improvement(folder: Path) -> Path | None:
     from hierfair.experiment.improvement import improvement_between
 
     frames = []
-    gridded = bool(grid_columns(pd.read_parquet(folder / "runs.parquet")))
+    runs = pd.read_parquet(folder / "runs.parquet")
+    gridded = bool(grid_columns(runs))
     for a, b, where in improvement_pairs(folder):
         jobs = improvement_between(folder, a, b, where=where or None)
         # a grid path's last two parts name it; paths set together show once
-        cond = ", ".join(dict.fromkeys(f"{short_key(k)}={v}" for k, v in where.items()))
+        cond = ", ".join(dict.fromkeys(
+            f"{short_key(k)}={distinct(v, list(runs[k].dropna().unique()) if k in runs else [])}"
+            for k, v in where.items()))
         if not cond and gridded:
             cond = "all grid points pooled"
         frames.append(jobs[["leaf", "improvement"]].dropna().assign(

@@ -9,11 +9,13 @@ commas, a missing value (None, NaN) always ``—``.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sys
 import time
 from numbers import Integral, Real
+from typing import Any
 
 #: What every missing number (None, NaN) is shown as.
 MISSING = "—"
@@ -88,6 +90,37 @@ def interval(low: float, high: float) -> str:
 def short_key(key: str) -> str:
     """A grid path by its last two parts (``cluster.heterogeneity``)."""
     return ".".join(str(key).split(".")[-2:])
+
+
+def distinct(value: Any, values: list[Any]) -> Any:
+    """A grid value as the report names it: a mapping (a headroom reading),
+    or its JSON as runs.parquet keeps it, only by the fields in which the
+    axis's ``values`` differ -- ``{keep: all}``, not the five fields every
+    reading shares.  Other values are returned as they are."""
+    value, values = _mapping(value), [_mapping(x) for x in values]
+    if not isinstance(value, dict) or not all(isinstance(x, dict) for x in values):
+        return value
+    differ = [k for k in dict.fromkeys(k for x in values for k in x)
+              if len({repr(x.get(k)) for x in values}) > 1]
+    shown = {k: value[k] for k in differ if k in value} or value
+    return "{" + ", ".join(f"{k}: {_plain(x)}" for k, x in shown.items()) + "}"
+
+
+def _mapping(x: Any) -> Any:
+    if isinstance(x, str) and x.startswith("{"):
+        try:
+            return json.loads(x)
+        except ValueError:
+            return x
+    return x
+
+
+def _plain(x: Any) -> str:
+    if isinstance(x, bool):
+        return str(x).lower()
+    if isinstance(x, list):
+        return "[" + ", ".join(_plain(y) for y in x) + "]"
+    return str(x)
 
 
 def condition(where: dict) -> str:

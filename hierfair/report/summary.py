@@ -19,6 +19,7 @@ from hierfair.report.fmt import (
     MISSING,
     PAPERS,
     condition,
+    distinct,
     interval,
     num,
     numbers_in,
@@ -179,33 +180,13 @@ def with_conditions(verdicts: list[dict[str, Any]], exp: Any) -> list[dict[str, 
     grid = dict(getattr(exp.spec, "grid", None) or {})
     out = []
     for claim, v in zip(claims, verdicts):
-        wheres = [{k: _distinct(value, grid.get(k, [])) for k, value in check.where.items()}
+        wheres = [{k: distinct(value, grid.get(k, [])) for k, value in check.where.items()}
                   for check in claim.checks for _ in check.labels]
         if claim.claim != v["claim"] or len(wheres) != len(v.get("checks", [])):
             out.append(v)
             continue
         out.append(dict(v, checks=[dict(c, where=w) for c, w in zip(v["checks"], wheres)]))
     return out
-
-
-def _distinct(value: Any, values: list[Any]) -> Any:
-    """A grid value as the report names it: a mapping (a headroom reading)
-    only by the fields in which the axis's values differ -- ``{keep: all}``,
-    not the five fields every reading shares."""
-    if not isinstance(value, dict) or not all(isinstance(x, dict) for x in values):
-        return value
-    differ = [k for k in dict.fromkeys(k for x in values for k in x)
-              if len({repr(x.get(k)) for x in values}) > 1]
-    shown = {k: value[k] for k in differ if k in value} or value
-    return "{" + ", ".join(f"{k}: {_plain(x)}" for k, x in shown.items()) + "}"
-
-
-def _plain(x: Any) -> str:
-    if isinstance(x, bool):
-        return str(x).lower()
-    if isinstance(x, list):
-        return "[" + ", ".join(_plain(y) for y in x) + "]"
-    return str(x)
 
 
 # -- one claim, and the claims grouped ---------------------------------------------------
