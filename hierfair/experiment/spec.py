@@ -238,6 +238,12 @@ class SeedRange(Strict):
         return None if n >= self.max else min(self.max, n + (self.step or self.min))
 
 
+#: Top-level fields that describe the experiment, not a run: a grid over
+#: them would make runs that differ in nothing or folders that clash.
+NOT_GRIDDED = frozenset({"name", "description", "seeds", "interleave", "tables", "grid",
+                         "metrics", "report", "claims"})
+
+
 class Spec(Strict):
     name: str = Field(pattern=NAME_PATTERN, max_length=MAX_NAME)
     description: str = ""
@@ -284,6 +290,11 @@ class Spec(Strict):
         for key, values in v.items():
             if not values:
                 raise ValueError(f"grid.{key} needs at least one value")
+            root = re.split(r"[.\[]", key, maxsplit=1)[0]
+            if root in NOT_GRIDDED:
+                raise ValueError(f"grid.{key}: {root} is not a parameter of a run (grid over "
+                                 "cluster, hierarchy, workload, algorithms, preemption, faults "
+                                 "or stop_at)")
         return v
 
     @model_validator(mode="after")

@@ -135,6 +135,27 @@ def apply_grid_value(data: dict[str, Any], path: str, value: Any) -> None:
     node[last] = value
 
 
+def _grid_path_problems(data: Mapping[str, Any]) -> list[SpecError]:
+    """The grid paths that name no field of the spec as written (checked
+    when the spec has other problems, so that validate reports all at once)."""
+    grid = data.get("grid") if isinstance(data, Mapping) else None
+    if not isinstance(grid, Mapping):
+        return []
+    raw = copy.deepcopy(dict(data))
+    if isinstance(raw.get("algorithms"), list):  # `- drf` is `- {name: drf}`
+        raw["algorithms"] = [{"name": a} if isinstance(a, str) else a
+                             for a in raw["algorithms"]]
+    problems = []
+    for path, values in grid.items():
+        try:
+            apply_grid_value(copy.deepcopy(raw), str(path), values[0] if values else None)
+        except SpecError as exc:
+            problems.append(exc)
+        except Exception:  # noqa: BLE001 - a path the raw data cannot even be walked by
+            continue
+    return problems
+
+
 def _digest(obj: Any, n: int = 16) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:n]
 
@@ -156,8 +177,11 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
 
     This is the one place that decides validity: ``validate`` and ``run``
     both call it, so what one accepts the other runs."""
-    base = build_experiment(copy.deepcopy(data), source=source, data_dir=data_dir,
-                            check_workload=False, max_memory=max_memory)
+    try:
+        base = build_experiment(copy.deepcopy(data), source=source, data_dir=data_dir,
+                                check_workload=False, max_memory=max_memory)
+    except SpecError as exc:  # report a misspelt grid path in the same pass
+        raise SpecError.combine([exc, *_grid_path_problems(data)]) from None
     resolved = base.spec.model_dump(mode="json")
     grid = resolved.pop("grid", {}) or {}
     keys = list(grid)

@@ -1,4 +1,5 @@
-"""Issue 26: names that become paths are one safe path component, checked by
+"""Issue 26, the edges of the file system and the process: names that become
+paths are one safe path component, checked by
 validate with the field named; a run never writes outside --out."""
 
 from __future__ import annotations
@@ -124,3 +125,21 @@ def test_a_closed_stdout_stops_a_run_with_one_line_and_a_rerun_completes(tmp_pat
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
     assert main(["run", *specs, "--out", str(out)]) == 0
     assert (out / "first" / "runs.parquet").exists() and (out / "second" / "runs.parquet").exists()
+
+
+def test_a_grid_over_what_is_not_a_run_parameter_is_refused(tmp_path, capsys):
+    path = write(tmp_path, spec_with(grid={"tables": [["jobs"], ["allocations"]]}))
+    assert main(["validate", str(path)]) == 2
+    assert "grid.tables: tables is not a parameter of a run" in capsys.readouterr().err
+
+
+def test_validate_reports_every_problem_in_one_pass_grid_paths_included(tmp_path, capsys):
+    data = spec_with(algorithms=["drff"], grid={"cluster.servers[0].capcity.cpu": [1, 2]})
+    data["workload"]["jobs"][0]["duration"] = -5
+    path = write(tmp_path, data)
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3, err
+    assert any("algorithms[0].name" in e and "drff" in e for e in err)
+    assert any("workload.jobs[0].duration" in e for e in err)
+    assert any("grid.cluster.servers[0].capcity.cpu" in e and "capcity" in e for e in err)
