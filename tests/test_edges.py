@@ -143,3 +143,24 @@ def test_validate_reports_every_problem_in_one_pass_grid_paths_included(tmp_path
     assert any("algorithms[0].name" in e and "drff" in e for e in err)
     assert any("workload.jobs[0].duration" in e for e in err)
     assert any("grid.cluster.servers[0].capcity.cpu" in e and "capcity" in e for e in err)
+
+
+def test_report_on_a_damaged_or_foreign_runs_table_is_one_line(tmp_path, capsys):
+    import pandas as pd
+
+    spec = write(tmp_path, spec_with())
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out)]) == 0
+    table = out / "t" / "runs.parquet"
+    good = table.read_bytes()
+    for damage in (good[:len(good) // 2], None):
+        if damage is None:
+            pd.DataFrame({"a": [1, 2]}).to_parquet(table)
+        else:
+            table.write_bytes(damage)
+        capsys.readouterr()
+        assert main(["report", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(table) in err[0] and "not a results table" in err[0]
+    table.write_bytes(good)
+    assert main(["report", str(out)]) == 0

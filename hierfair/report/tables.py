@@ -257,6 +257,27 @@ def _measured(c: dict) -> str:
 OURS = {"README.md": "# hierfair reports\n", "index.html": "<title>hierfair report</title>"}
 
 
+#: The columns every runs.parquet of `hierfair run` has.
+RUNS_COLUMNS = ("run", "label", "seed", "status")
+
+
+def check_results_table(path: Path) -> None:
+    """A runs.parquet that `hierfair run` did not write (truncated, another
+    program's) is one line naming it, exit 2 -- read from its footer only."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        names = pq.read_schema(path).names
+    except (OSError, pa.ArrowException) as exc:
+        raise HierfairError(f"{path}: not a results table hierfair run wrote (cannot read it: "
+                            f"{' '.join(str(exc).split())[:120]}); rerun its spec") from None
+    missing = [c for c in RUNS_COLUMNS if c not in names]
+    if missing:
+        raise HierfairError(f"{path}: not a results table hierfair run wrote (no column "
+                            f"{', '.join(missing)}); rerun its spec")
+
+
 def write_report(root: Path, catalogue: Path | None = None) -> Path:
     """``root/README.md`` for every results folder below ``root``; with a
     ``catalogue`` (docs/reproductions.md), it opens with every claim of the
@@ -270,6 +291,8 @@ def write_report(root: Path, catalogue: Path | None = None) -> Path:
             raise HierfairError(f"{root / name}: not written by hierfair report; refusing to "
                                 "overwrite it (report on the results folder itself)")
     folders = sorted(p.parent for p in root.glob("*/runs.parquet"))
+    for folder in folders:
+        check_results_table(folder / "runs.parquet")
     audit = root / "audit" / "table.md"  # `hierfair audit --out ROOT/audit`
     if not folders and not audit.exists():
         raise HierfairError(f"{root}: no results in this folder (no */runs.parquet; "
