@@ -164,3 +164,17 @@ def test_report_on_a_damaged_or_foreign_runs_table_is_one_line(tmp_path, capsys)
         assert len(err) == 1 and str(table) in err[0] and "not a results table" in err[0]
     table.write_bytes(good)
     assert main(["report", str(out)]) == 0
+
+
+def test_a_damaged_or_swapped_cached_table_is_rerun_never_served(tmp_path):
+    spec = write(tmp_path, spec_with(algorithms=["drf", "fifo"]))
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out), "--jobs", "1"]) == 0
+    drf, fifo = (next((out / "t" / "runs").glob(f"{label}-*")) for label in ("drf", "fifo"))
+    a, b = drf / "jobs.parquet", fifo / "jobs.parquet"
+    good_a, good_b = a.read_bytes(), b.read_bytes()
+    assert good_a != good_b  # drf and fifo schedule the two jobs differently
+    a.write_bytes(good_a[: len(good_a) // 2])  # truncated
+    b.write_bytes(good_a)  # a valid file of another run swapped in
+    assert main(["run", str(spec), "--out", str(out), "--jobs", "1"]) == 0
+    assert a.read_bytes() == good_a and b.read_bytes() == good_b

@@ -306,9 +306,20 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
     row.update(code_version=code_version(), host=platform.node(),
                started_at=started.isoformat(), finished_at=datetime.now(UTC).isoformat(),
                wall_seconds=time.perf_counter() - t0)
-    write_text(json.dumps({"key": run.key, "row": row}, sort_keys=True, default=float),
-               run_dir / "summary.json")
+    # the manifest: what each detail table's bytes were, checked before reuse
+    files = {f"{t}.parquet": _file_digest(run_dir / f"{t}.parquet")
+             for t in run.spec_data["tables"] if (run_dir / f"{t}.parquet").exists()}
+    write_text(json.dumps({"key": run.key, "row": row, "files": files}, sort_keys=True,
+                          default=float), run_dir / "summary.json")
     return row
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
@@ -368,7 +379,8 @@ def _git_commit() -> str:
 
 
 def cached_row(run: PlannedRun, folder: Path) -> dict[str, Any] | None:
-    """The recorded row of ``run`` if it finished ok with this key and code."""
+    """The recorded row of ``run`` if it finished ok with this key and code,
+    and every detail table it wrote has the bytes its manifest records."""
     path = folder / "runs" / run.run_id / "summary.json"
     try:
         record = json.loads(path.read_text())
@@ -379,8 +391,12 @@ def cached_row(run: PlannedRun, folder: Path) -> dict[str, Any] | None:
             or row.get("code_version") != code_version()
             or row.get("input_id") != run.input_id):  # the data changed under the run
         return None
-    if not all((path.parent / f"{t}.parquet").exists() for t in run.spec_data["tables"]):
-        return None
+    files = record.get("files") or {}
+    for t in run.spec_data["tables"]:  # damaged or swapped tables: rerun, never serve
+        table = path.parent / f"{t}.parquet"
+        if f"{t}.parquet" not in files or not table.exists() \
+                or _file_digest(table) != files[f"{t}.parquet"]:
+            return None
     return row
 
 
