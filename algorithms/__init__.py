@@ -15,10 +15,13 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib
-import inspect
 import re
+import sys
+import sysconfig
 from collections.abc import Mapping
 from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import ValidationError
@@ -130,12 +133,44 @@ def policy_code(name: str) -> str:
     if alias or name in ALGORITHMS:
         return ""
     cls = policy_class(name)
-    try:
-        source = inspect.getsourcefile(cls)
-        data = open(source, "rb").read() if source else cls.__qualname__.encode()
-    except (OSError, TypeError):
-        data = cls.__qualname__.encode()
-    return hashlib.sha256(data).hexdigest()[:16]
+    h = hashlib.sha256(cls.__qualname__.encode())
+    for module in _user_code(sys.modules[cls.__module__]):
+        try:
+            h.update(module.__name__.encode() + b"\0" + Path(module.__file__).read_bytes())
+        except (OSError, TypeError):
+            h.update(module.__name__.encode())
+    return h.hexdigest()[:16]
+
+
+def _user_code(module: ModuleType) -> list[ModuleType]:
+    """The policy's module and every module of the user's own it uses, found
+    by following its globals (imported modules, and the modules of imported
+    names) -- not the standard library, installed packages or hierfair,
+    whose versions the code version covers.  Sorted by name: the same code
+    gives the same digest whatever else the process imported."""
+    found: dict[str, ModuleType] = {}
+    todo = [module]
+    while todo:
+        mod = todo.pop()
+        if mod.__name__ in found or not _is_user_module(mod):
+            continue
+        found[mod.__name__] = mod
+        for value in vars(mod).values():
+            used = value if isinstance(value, ModuleType) else \
+                sys.modules.get(getattr(value, "__module__", None) or "")
+            if used is not None:
+                todo.append(used)
+    return [found[k] for k in sorted(found)]
+
+
+def _is_user_module(mod: ModuleType) -> bool:
+    file = getattr(mod, "__file__", None)
+    if not file or mod.__name__.split(".")[0] == "hierfair":
+        return False
+    path = Path(file).resolve()
+    installed = {Path(sysconfig.get_paths()[k]).resolve()
+                 for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return not any(path.is_relative_to(root) for root in installed)
 
 
 def params_of(cls: type[BasePolicy]) -> list[tuple[str, str, str]]:

@@ -178,3 +178,26 @@ def test_a_damaged_or_swapped_cached_table_is_rerun_never_served(tmp_path):
     b.write_bytes(good_a)  # a valid file of another run swapped in
     assert main(["run", str(spec), "--out", str(out), "--jobs", "1"]) == 0
     assert a.read_bytes() == good_a and b.read_bytes() == good_b
+
+
+def test_the_cache_key_covers_the_modules_a_users_policy_imports(tmp_path, monkeypatch):
+    import sys
+
+    from hierfair.algorithms import policy_code
+
+    pkg = tmp_path / "mypolicies_e26"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helper.py").write_text("def key(leaf):\n    return leaf\n")
+    (pkg / "policy.py").write_text(
+        "from hierfair.algorithms.drf import WeightedDRF\n"
+        "from mypolicies_e26.helper import key\n\n\n"
+        "class Mine(WeightedDRF):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = "mypolicies_e26.policy:Mine"
+    before = policy_code(name)
+    assert before and policy_code(name) == before  # deterministic
+    (pkg / "helper.py").write_text("def key(leaf):\n    return -leaf\n")  # only the helper
+    assert policy_code(name) != before
+    for mod in [m for m in sys.modules if m.startswith("mypolicies_e26")]:
+        monkeypatch.delitem(sys.modules, mod)
