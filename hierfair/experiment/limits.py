@@ -34,6 +34,8 @@ MAX_SEED = 2**32 - 1
 #: or digit -- no separator, no '..', no control character.
 MAX_NAME = 100
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+#: A label may also start with '_' (a class named ``_Mine`` labels its runs).
+LABEL_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9._-]*$"
 #: The most seeds an adaptive ``seeds: {min, max}`` may run.
 MAX_ADAPTIVE_SEEDS = 200
 #: Levels of nesting in a spec (a hand-written tree of depth d nests 2d deep).

@@ -49,6 +49,7 @@ from hierfair.errors import SpecError, did_you_mean, from_pydantic
 from hierfair.experiment.claim_spec import ClaimSpec
 from hierfair.experiment.claim_spec import validate as validate_claims
 from hierfair.experiment.limits import (
+    LABEL_PATTERN,
     MAX_ADAPTIVE_SEEDS,
     MAX_NAME,
     MAX_TIME,
@@ -157,11 +158,11 @@ class AlgorithmSpec(Strict):
     @model_validator(mode="after")
     def _display_is_a_file_name(self) -> AlgorithmSpec:
         # the label names the run folders under --out: one safe path component
-        if not re.match(NAME_PATTERN, self.display) or len(self.display) > MAX_NAME:
+        if not re.match(LABEL_PATTERN, self.display) or len(self.display) > MAX_NAME:
             field = "label" if self.label is not None else "name"
             raise ValueError(
                 f"{field} {self.display!r} becomes a folder name: use at most {MAX_NAME} "
-                "letters, digits, '.', '_' and '-', starting with a letter or digit")
+                "letters, digits, '.', '_' and '-', starting with a letter, digit or '_'")
         return self
 
 
