@@ -201,3 +201,18 @@ def test_the_cache_key_covers_the_modules_a_users_policy_imports(tmp_path, monke
     assert policy_code(name) != before
     for mod in [m for m in sys.modules if m.startswith("mypolicies_e26")]:
         monkeypatch.delitem(sys.modules, mod)
+
+
+def test_nested_yaml_aliases_are_refused_before_they_are_expanded(tmp_path, capsys):
+
+    lines = ["a0: &a0 [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"]
+    for k in range(1, 9):  # 10^9 values in about 1 KB
+        lines.append(f"a{k}: &a{k} [" + ", ".join([f"*a{k - 1}"] * 10) + "]")
+    text = "\n".join(lines) + "\n" + yaml.safe_dump(spec_with(description="x")).replace(
+        "description: x", "description: *a8")
+    path = tmp_path / "laughs.yaml"
+    path.write_text(text)
+    assert len(text) < 2000
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "expands to more than 1,000,000 values" in err[0]

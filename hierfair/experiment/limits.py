@@ -46,6 +46,36 @@ MAX_NODES = 10_000_000
 MAX_TASKS = 100_000_000
 
 
+#: Values a spec may hold once YAML aliases are expanded (a 1 KB spec of
+#: nested aliases can stand for billions: refused before anything walks it).
+MAX_EXPANDED = 1_000_000
+
+
+def check_expansion(data: Any) -> None:
+    """Refuse a spec whose aliases expand to more than MAX_EXPANDED values,
+    counting each shared node once per use without expanding it."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any, depth: int) -> int:
+        if not isinstance(node, Mapping | list | tuple):
+            return 1
+        if id(node) in sizes:
+            return sizes[id(node)]
+        if depth > MAX_NESTING:  # check_numbers names the nesting; stop counting here
+            return 1
+        sizes[id(node)] = 1  # an alias to its own ancestor: check_numbers says so
+        children = node.values() if isinstance(node, Mapping) else node
+        total = 1 + sum(size(c, depth + 1) for c in children)
+        sizes[id(node)] = total
+        return total
+
+    total = size(data, 0)
+    if total > MAX_EXPANDED:
+        raise SpecError(f"expands to more than {MAX_EXPANDED:,} values through YAML aliases "
+                        f"({total:,}); write the values out or use a grid",
+                        value=f"{total:,} values")
+
+
 def check_numbers(data: Any, where: str = "", _inside: tuple[int, ...] = ()) -> None:
     """Reject non-finite and unrepresentable numbers anywhere in raw spec data,
     and structures that contain themselves (a YAML alias to its own ancestor).

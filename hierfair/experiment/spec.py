@@ -59,6 +59,7 @@ from hierfair.experiment.limits import (
     Seed,
     Size,
     Time,
+    check_expansion,
     check_memory,
     check_numbers,
 )
@@ -517,6 +518,7 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
     what the spec says, then on the workload as built (traces)."""
     if not isinstance(data, Mapping):
         raise SpecError("a spec must be a mapping of fields", value=type(data).__name__)
+    check_expansion(data)
     check_numbers(data)
     try:
         spec = Spec.model_validate(data)
