@@ -31,7 +31,7 @@ from hierfair.audit.runner import (
     violation,
 )
 from hierfair.errors import HierfairError
-from hierfair.experiment.results import write_text
+from hierfair.experiment.results import write_text, written_by_us
 
 FOLDER_NOTE = ("Written by `hierfair audit` (`make reproduce`); regenerated on every run, "
                "do not edit by hand.  Each spec is a minimal instance on which one algorithm "
@@ -108,19 +108,10 @@ def _shrink_property(prop: str, cells: list[tuple[str, int]], shape: Shape) -> l
 MARKER = "# A minimal counterexample written by `hierfair audit` (do not edit)."
 
 
-def _ours(path: Path, marker: str) -> bool:
-    """Whether ``path`` starts with the audit's ``marker`` (a file it wrote)."""
-    try:
-        with path.open(encoding="utf-8", errors="replace") as f:
-            return f.readline().startswith(marker)
-    except OSError:
-        return False
-
-
 def _check_not_theirs(folder: Path, names: list[str]) -> None:
     """Refuse, naming it, a file the audit would write over that it did not write."""
     for name in sorted(names):
-        if (folder / name).exists() and not _ours(folder / name, MARKER):
+        if (folder / name).exists() and not written_by_us(folder / name, MARKER):
             raise HierfairError(f"{folder / name}: not a counterexample hierfair audit wrote; "
                                 "refusing to overwrite it (choose another --counterexamples)")
 
@@ -130,11 +121,11 @@ def _write_specs(folder: Path, found: list[Found]) -> list[Found]:
     _check_not_theirs(folder, [f"{f.prop}--{f.algorithm}.yaml" for f in found])
     kept = {}  # when each counterexample was first found: its history survives a rewrite
     for old in folder.glob("*.yaml"):  # only the audit's own files are rewritten or removed
-        if _ours(old, MARKER):
+        if written_by_us(old, MARKER):
             kept[old.name] = _history(old)
             old.unlink()
     readme = folder / "README.md"
-    if not readme.exists() or _ours(readme, "Written by `hierfair audit`"):
+    if not readme.exists() or written_by_us(readme, "Written by `hierfair audit`"):
         write_text(FOLDER_NOTE, readme)
     written = []
     for f in found:

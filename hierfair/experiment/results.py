@@ -148,6 +148,16 @@ def write_parquet(frame: pd.DataFrame, path: Path) -> None:
         frame.to_parquet(tmp, index=False)
 
 
+def written_by_us(path: Path, mark: str) -> bool:
+    """Whether ``path`` carries ``mark`` near its start -- a file hierfair
+    wrote, which it may rewrite or remove; anything else is the user's."""
+    try:
+        with Path(path).open(encoding="utf-8", errors="replace") as f:
+            return mark in f.read(2000)
+    except OSError:
+        return False
+
+
 def write_text(text: str, path: Path) -> None:
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text)

@@ -20,7 +20,7 @@ from joblib import Parallel, delayed
 
 from hierfair.errors import HierfairError
 from hierfair.experiment.claims import read_verdicts, verdict_word
-from hierfair.experiment.results import write_text
+from hierfair.experiment.results import write_text, written_by_us
 from hierfair.experiment.spec import load_spec
 from hierfair.experiment.stats import mean_interval
 from hierfair.experiment.verdict import NAMES
@@ -286,8 +286,7 @@ def write_report(root: Path, catalogue: Path | None = None) -> Path:
         raise HierfairError(f"{root}: no such results folder (`hierfair run SPEC --out "
                             f"{root}` writes one)")
     for name, mark in OURS.items():  # never overwrite a file the user wrote
-        if (root / name).exists() and mark not in (root / name).read_text(
-                encoding="utf-8", errors="replace")[:2000]:
+        if (root / name).exists() and not written_by_us(root / name, mark):
             raise HierfairError(f"{root / name}: not written by hierfair report; refusing to "
                                 "overwrite it (report on the results folder itself)")
     folders = sorted(p.parent for p in root.glob("*/runs.parquet"))
