@@ -39,9 +39,10 @@ reproduce-long: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-# The thorough fuzz run (thousands of mutated specs and traces; make test runs a sample).
+# The thorough fuzz run (thousands of mutated specs and traces, a sweep stopped
+# at 24 random moments; make test runs a sample).
 fuzz: $(STAMP)
-	HIERFAIR_FUZZ=thorough $(BIN)/python -m pytest -q tests/test_fuzz.py
+	HIERFAIR_FUZZ=thorough $(BIN)/python -m pytest -q tests/test_fuzz.py tests/test_attacks.py
 
 # asv's "existing" environment is .venv itself (--python=same): nothing is built
 # or downloaded, and the working tree is what gets measured; the results are

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Sequence
@@ -23,9 +24,40 @@ MAX_JOBS = 1024
 WRITERS = ("run", "audit", "report", "allocate")
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is: workers stopped, one line."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    """The first Ctrl-C or SIGTERM stops the work, and the workers are shut
+    down; another, while that takes its time, ends the process at once (every
+    file is written atomically: the folder stays consistent either way)."""
+    signal.signal(signal.SIGINT, _stop_now)
+    signal.signal(signal.SIGTERM, _stop_now)
+    raise _Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+
+def _stop_now(signum: int, frame: object) -> None:
+    print(f"hierfair: {'terminated' if signum == signal.SIGTERM else 'interrupted'}",
+          file=sys.stderr, flush=True)
+    os._exit(128 + signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if argv is None:  # the command itself, not a call from Python (tests, notebooks)
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+    try:
+        return _main(args)
+    finally:  # stopped while Python shuts down (joblib joins its threads): no traceback
+        if argv is None:
+            signal.signal(signal.SIGTERM, _stop_now)
+            signal.signal(signal.SIGINT, _stop_now)
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning
@@ -34,11 +66,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in str(exc).splitlines():
             print(f"hierfair: error: {line}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         # joblib warns, while shutting its workers down, that it cancelled their tasks
         warnings.filterwarnings("ignore", message=r".*tasks which were still being processed")
-        print("hierfair: interrupted", file=sys.stderr)
-        return 130
+        term = isinstance(exc, _Terminated)
+        print(f"hierfair: {'terminated' if term else 'interrupted'}; `hierfair "
+              f"{args.command}` again completes what is missing" if args.command in WRITERS
+              else f"hierfair: {'terminated' if term else 'interrupted'}", file=sys.stderr)
+        return 143 if term else 130  # 128 + the signal, as a shell reports it
     except BrokenPipeError:
         # nothing more can be printed: stop Python's own complaint at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -76,7 +111,12 @@ def _parser() -> argparse.ArgumentParser:
                           help="refuse runs estimated to need more (e.g. 8G; default: this "
                           "machine's memory)")
 
-    v = sub.add_parser("validate", parents=[data_dir],
+    runs = argparse.ArgumentParser(add_help=False)
+    runs.add_argument("--max-runs", metavar="N", default=None, type=int,
+                      help="refuse a spec of more runs (grid points x algorithms x seeds; "
+                      "default: 10,000)")
+
+    v = sub.add_parser("validate", parents=[data_dir, runs],
                        help="check specs exactly as run would; exit 2 naming the problem")
     v.add_argument("specs", nargs="+", metavar="SPEC")
     v.set_defaults(func=_validate)
@@ -88,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
                     "experiments/ of the checkout hierfair is installed from)")
     ls.set_defaults(func=_list)
 
-    r = sub.add_parser("run", parents=[data_dir],
+    r = sub.add_parser("run", parents=[data_dir, runs],
                        help="run every algorithm x grid point x seed of each spec")
     r.add_argument("specs", nargs="+", metavar="SPEC")
     r.add_argument("--out", default="results", metavar="DIR",
@@ -102,6 +142,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="record a run as timed out past this wall time")
     r.add_argument("--force", action="store_true", help="rerun runs that have results")
+    r.add_argument("--replace", action="store_true",
+                   help="replace results that another spec file of the same name wrote")
     r.add_argument("--dry-run", action="store_true", help="list the runs; run nothing")
     r.set_defaults(func=_run)
 
@@ -167,12 +209,17 @@ def _plans(args: argparse.Namespace) -> list:
     from hierfair.experiment.spec import read_yaml
     from hierfair.experiment.sweep import plan
 
+    from hierfair.experiment.limits import MAX_RUNS
+
+    if args.max_runs is not None and args.max_runs < 1:
+        raise SpecError("must be at least 1", where="--max-runs", value=args.max_runs)
     plans, problems = [], []
     for path in args.specs:
         try:  # every spec is checked: all their problems are reported at once
             data = read_yaml(path)
             planned = plan(data, source=path, data_dir=args.data_dir,
-                           max_memory=args.max_memory)
+                           max_memory=args.max_memory, max_runs=args.max_runs or MAX_RUNS,
+                           progress=_Checking(path))
         except SpecError as exc:
             problems.append(exc.with_file(path))
             continue
@@ -184,6 +231,25 @@ def _plans(args: argparse.Namespace) -> list:
     if problems:
         raise SpecError.combine(problems)
     return plans
+
+
+class _Checking:
+    """Progress of a long validation (a large grid): a line on stderr every
+    few seconds, nothing for a spec checked quickly."""
+
+    EVERY = 3.0
+
+    def __init__(self, path: str) -> None:
+        import time
+
+        self.path, self.clock = path, time.monotonic
+        self.next = self.clock() + self.EVERY
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.clock() >= self.next:
+            self.next = self.clock() + self.EVERY
+            print(f"hierfair: checking {self.path}: grid point {done + 1:,} of {total:,}",
+                  file=sys.stderr, flush=True)
 
 
 def writable_folder(folder: Path, flag: str) -> None:
@@ -304,6 +370,11 @@ def _run(args: argparse.Namespace) -> int:
         first[name] = str(path)
     if not args.dry_run:
         writable_folder(out, "--out")
+        from hierfair.experiment.manifest import Manifest, relative_source
+
+        for path, _data, planned in specs:  # another spec file's results: refused up front
+            Manifest.open(out / planned.experiment.spec.name).own_spec(
+                relative_source(path, out), args.replace)
     if args.dry_run:
         for _path, _data, planned in specs:
             print(f"{planned.experiment.spec.name}: {len(planned.runs)} runs")
@@ -316,7 +387,7 @@ def _run(args: argparse.Namespace) -> int:
         frame = sweep(data, out, source=path, data_dir=args.data_dir, jobs=args.jobs,
                       backend=args.backend, scheduler=args.scheduler, force=args.force,
                       timeout=args.timeout, progress=Progress(base.spec.name),
-                      planned=planned)
+                      planned=planned, replace=args.replace, max_runs=args.max_runs)
         bad = frame[frame["status"] != "ok"]
         failures += [f"{base.spec.name}/{r.run}: {r.status}: {r.error}" for r in bad.itertuples()]
         verdicts = read_verdicts(out / base.spec.name)
@@ -412,10 +483,13 @@ def _audit(args: argparse.Namespace) -> int:
     writable_folder(Path(args.out), "--out")
     if args.counterexamples:
         writable_folder(Path(args.counterexamples), "--counterexamples")
-    summary = run_audit(Path(args.out), Path(args.counterexamples) if args.counterexamples
-                        else None, args.instances, args.seed, shape, args.algorithms,
-                        args.properties, args.jobs,
-                        progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    from hierfair.experiment.workers import quiet_workers
+
+    with quiet_workers(args.jobs):
+        summary = run_audit(Path(args.out), Path(args.counterexamples) if args.counterexamples
+                            else None, args.instances, args.seed, shape, args.algorithms,
+                            args.properties, args.jobs,
+                            progress=lambda msg: print(msg, file=sys.stderr, flush=True))
     bad = summary[(summary["violated"] > 0) & (summary["promised"] != "")
                   & (summary["cluster"] == "pooled")]
     print(f"audit: {args.instances} instances; {len(bad)} (algorithm, property) pairs "

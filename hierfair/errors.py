@@ -17,6 +17,13 @@ class HierfairError(Exception):
     exit_code = 2
 
 
+class EnvironmentProblem(HierfairError):
+    """The machine, not the input, stops the work: a Dask scheduler that
+    cannot be reached, an optional dependency not installed."""
+
+    exit_code = 69  # EX_UNAVAILABLE in sysexits.h: "a service is unavailable"
+
+
 class SpecError(HierfairError):
     """A spec (or trace) is malformed: names file, location and value."""
 

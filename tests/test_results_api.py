@@ -97,6 +97,7 @@ def test_a_folder_from_before_reads_and_then_upgrades(results, tmp_path):
     would be stale) and the same rows are read from the runs' files."""
     old = tmp_path / "out" / "api"
     shutil.copytree(results.folder, old)
+    (old / "manifest.json").unlink()  # older versions wrote none
     jobs = results.jobs
     jobs.to_parquet(old / "jobs.parquet", index=False)
     legacy = jobs.iloc[:3]

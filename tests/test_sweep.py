@@ -92,7 +92,7 @@ def test_dask_backend_on_a_running_scheduler(tmp_path, capsys):
     code = main(["run", str(spec), "--out", str(tmp_path / "none"), "--backend", "dask",
                  "--scheduler", "tcp://127.0.0.1:9"])
     err = capsys.readouterr().err
-    assert code == 2 and "--scheduler: cannot reach the Dask scheduler" in err
+    assert code == 69 and "--scheduler: cannot reach the Dask scheduler" in err
     assert "tcp://127.0.0.1:9" in err and "Traceback" not in err
 
 

@@ -31,12 +31,17 @@ from hierfair.audit.runner import (
     violation,
 )
 from hierfair.errors import HierfairError
-from hierfair.experiment.results import write_text, written_by_us
+from hierfair.experiment.manifest import Manifest
+from hierfair.experiment.results import write_parquet, write_text, written_by_us
 
 FOLDER_NOTE = ("Written by `hierfair audit` (`make reproduce`); regenerated on every run, "
                "do not edit by hand.  Each spec is a minimal instance on which one algorithm "
                "violates one property; `hierfair run SPEC` shows its claim refuted.  "
                "Definitions: docs/properties.md.\n")
+
+
+#: What the audit writes into its --out folder.
+OUTPUTS = ("table.md", "summary.csv", "rows.parquet")
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,9 @@ def run_audit(out: Path, counterexamples: Path | None, instances: int, seed: int
               properties: list[str] | None = None, jobs: int = -1,
               progress: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Audit, shrink, write; returns the summary table."""
+    manifest = Manifest.open(out, kind="audit")
+    for name in OUTPUTS:  # the user's own files of these names: refused before the work
+        manifest.check(name)
     if counterexamples is not None:  # refuse before the work, not after it
         _check_not_theirs(counterexamples, [f"{prop}--{a}.yaml"
                                             for prop in properties or PROPERTIES
@@ -64,11 +72,12 @@ def run_audit(out: Path, counterexamples: Path | None, instances: int, seed: int
     if counterexamples is not None:
         found = _write_specs(counterexamples, _shrink_all(rows, shape, jobs, progress))
     out.mkdir(parents=True, exist_ok=True)
-    rows.drop(columns=["trace"]).to_parquet(out / "rows.parquet", index=False)
-    summary.to_csv(out / "summary.csv", index=False)
+    write_parquet(rows.drop(columns=["trace"]), manifest.check("rows.parquet"))
+    manifest.write_text("summary.csv", summary.to_csv(index=False))
     # linked from the report's README.md, one folder up from ``out``
-    write_text(table(summary, found, instances, seed, counterexamples, out.parent),
-               out / "table.md")
+    manifest.write_text("table.md", table(summary, found, instances, seed, counterexamples,
+                                          out.parent))
+    manifest.record("rows.parquet")
     return summary
 
 

@@ -48,7 +48,6 @@ from hierfair.experiment.allocate import allocate
 from hierfair.experiment.claim_spec import Bound, CheckSpec
 from hierfair.experiment.detail import detail_table
 from hierfair.experiment.improvement import improvement_between
-from hierfair.experiment.results import write_text
 from hierfair.experiment.results import WALL_CLOCK_COLUMNS
 from hierfair.experiment.spec import Experiment
 from hierfair.experiment.stats import Decision, Sample, combine, decide_bound, decide_equals
@@ -487,14 +486,9 @@ def _bound(given: Bound, value: float) -> str:
     return f"{given} ({value:.4g})" if isinstance(given, str) else f"{value:g}"
 
 
-def write_verdicts(verdicts: list[Verdict], folder: Path) -> None:
-    """claims.json beside the results; none at all when the spec has no claims
-    (an old file would show verdicts the spec no longer asks for)."""
-    path = folder / "claims.json"
-    if verdicts:
-        write_text(json.dumps([v.to_json() for v in verdicts], indent=2) + "\n", path)
-    else:
-        path.unlink(missing_ok=True)
+def verdicts_json(verdicts: list[Verdict]) -> str:
+    """claims.json's text: every verdict, in the spec's order."""
+    return json.dumps([v.to_json() for v in verdicts], indent=2) + "\n"
 
 
 def read_verdicts(folder: Path) -> list[dict[str, Any]]:

@@ -44,6 +44,10 @@ MAX_NESTING = 200
 MAX_SERVERS = 10_000_000
 MAX_NODES = 10_000_000
 MAX_TASKS = 100_000_000
+#: Runs of one spec (grid points x algorithms x seeds) unless --max-runs
+#: raises it: a typo in a grid can ask for a million runs, and each grid
+#: point is built and checked before anything runs.
+MAX_RUNS = 10_000
 
 
 #: Values a spec may hold once YAML aliases are expanded (a 1 KB spec of

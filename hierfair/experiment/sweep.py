@@ -34,6 +34,7 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 import os
 import platform
 import re
@@ -54,16 +55,19 @@ import pandas as pd
 from hierfair import __version__
 from hierfair.algorithms import make_policy, policy_code
 from hierfair.datasets.arrivals import offered_load
-from hierfair.errors import HierfairError, SpecError
-from hierfair.experiment.claims import evaluate, write_verdicts
+from hierfair.errors import EnvironmentProblem, HierfairError, SpecError
+from hierfair.experiment.claims import evaluate, verdicts_json
 from hierfair.experiment.detail import PARAM, detail_table, identity_columns, legacy_tables
+from hierfair.experiment.manifest import Manifest, file_digest, relative_source
 from hierfair.experiment.results import (
     remove_stale_temporaries,
     summarize,
     write_parquet,
     write_text,
 )
+from hierfair.experiment.limits import MAX_RUNS
 from hierfair.experiment.spec import AlgorithmSpec, SeedRange, Experiment, build_experiment
+from hierfair.experiment.workers import quiet_workers
 from hierfair.sim import Livelock, RunTimeout
 from hierfair.sim.model import Workload
 
@@ -170,10 +174,14 @@ def run_seed(base_seed: int, grid: Mapping[str, Any]) -> int:
 
 
 def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
-         max_memory: float | None = None, seeds: Sequence[int] | None = None) -> Plan:
+         max_memory: float | None = None, seeds: Sequence[int] | None = None,
+         max_runs: int | None = None,
+         progress: Callable[[int, int], None] | None = None) -> Plan:
     """Validate the spec and every grid point exactly as a run will see them
     (workloads built, traces read, sizes checked); list the runs in a fixed order.
     ``seeds`` replaces the spec's base seeds (an adaptive range's later rounds).
+    More than ``max_runs`` runs (default MAX_RUNS) is refused before any grid
+    point is built; ``progress(done, total)`` hears of each grid point checked.
 
     This is the one place that decides validity: ``validate`` and ``run``
     both call it, so what one accepts the other runs."""
@@ -184,6 +192,7 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
         raise SpecError.combine([exc, *_grid_path_problems(data)]) from None
     resolved = base.spec.model_dump(mode="json")
     grid = resolved.pop("grid", {}) or {}
+    _check_run_count(base, grid, seeds, max_runs)
     keys = list(grid)
     points = [dict(zip(keys, values)) for values in itertools.product(*grid.values())] or [{}]
     runs: list[PlannedRun] = []
@@ -192,6 +201,8 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
     seen: set[str] = set()
     problems: list[SpecError] = []  # every grid point is checked; all problems reported
     for g, point in enumerate(points):
+        if progress:
+            progress(g, len(points))
         spec_data = copy.deepcopy(resolved)
         try:
             for path, value in point.items():
@@ -232,6 +243,23 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
     if problems:
         raise SpecError.combine(problems)
     return Plan(base, runs, tuple(notes), tuple(warned))
+
+
+def _check_run_count(base: Experiment, grid: Mapping[str, list], seeds: Sequence[int] | None,
+                     max_runs: int | None) -> None:
+    """Refuse, before building anything, a spec of more runs than allowed:
+    grid points x algorithms x seeds (an adaptive range counts its max)."""
+    limit = MAX_RUNS if max_runs is None else max_runs
+    spec = base.spec
+    n_seeds = len(seeds) if seeds is not None else (
+        spec.seeds.max if isinstance(spec.seeds, SeedRange) else len(spec.seed_list))
+    points = math.prod(len(v) for v in grid.values())
+    total = points * len(spec.algorithms) * n_seeds
+    if total > limit:
+        raise SpecError(f"{points:,} grid point(s) x {len(spec.algorithms)} algorithm(s) x "
+                        f"{n_seeds} seed(s) = {total:,} runs, over the limit of {limit:,} "
+                        "(raise it with --max-runs)", where="grid" if grid else "seeds",
+                        value=total)
 
 
 def resource_warnings(exp: Experiment, workload: Workload) -> list[str]:
@@ -297,6 +325,9 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
     t0 = time.perf_counter()
     row: dict[str, Any] = {"status": "ok", "error": "", "warnings": ""}
     run_dir = Path(folder) / "runs" / run.run_id
+    # a rerun's old summary goes first: until the new one is written, the
+    # run's folder holds no complete result (never old summary, new tables)
+    (run_dir / "summary.json").unlink(missing_ok=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _simulate(run, row, run_dir, source, data_dir, timeout)
@@ -307,19 +338,11 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
                started_at=started.isoformat(), finished_at=datetime.now(UTC).isoformat(),
                wall_seconds=time.perf_counter() - t0)
     # the manifest: what each detail table's bytes were, checked before reuse
-    files = {f"{t}.parquet": _file_digest(run_dir / f"{t}.parquet")
+    files = {f"{t}.parquet": file_digest(run_dir / f"{t}.parquet")
              for t in run.spec_data["tables"] if (run_dir / f"{t}.parquet").exists()}
     write_text(json.dumps({"key": run.key, "row": row, "files": files}, sort_keys=True,
                           default=float), run_dir / "summary.json")
     return row
-
-
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
@@ -395,7 +418,7 @@ def cached_row(run: PlannedRun, folder: Path) -> dict[str, Any] | None:
     for t in run.spec_data["tables"]:  # damaged or swapped tables: rerun, never serve
         table = path.parent / f"{t}.parquet"
         if f"{t}.parquet" not in files or not table.exists() \
-                or _file_digest(table) != files[f"{t}.parquet"]:
+                or file_digest(table) != files[f"{t}.parquet"]:
             return None
     return row
 
@@ -407,21 +430,22 @@ def _backend(backend: str, jobs: int | None, scheduler: str | None) -> Iterator[
     import joblib
 
     if backend == "loky":
-        yield jobs or -1
+        with quiet_workers(jobs or -1):
+            yield jobs or -1
         return
     if backend != "dask":
         raise SpecError("unknown backend; choose loky or dask", where="--backend", value=backend)
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
-        raise SpecError("the dask backend needs dask.distributed: pip install "
-                        "'hierfair[cluster]'", where="--backend", value=backend) from None
+        raise EnvironmentProblem("--backend dask: needs dask.distributed, which is not "
+                                 "installed: pip install 'hierfair[cluster]'") from None
     if scheduler:
         try:
             client = Client(scheduler, timeout="10s")
         except (OSError, TimeoutError) as exc:
-            raise SpecError(f"cannot reach the Dask scheduler ({exc})", where="--scheduler",
-                            value=scheduler) from None
+            raise EnvironmentProblem(f"--scheduler: cannot reach the Dask scheduler at "
+                                     f"{scheduler} ({exc})") from None
         cluster = None
     else:
         cluster = LocalCluster(n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1,
@@ -440,24 +464,28 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
           data_dir: str | None = None, jobs: int | None = None, backend: str = "loky",
           scheduler: str | None = None, force: bool = False, timeout: float | None = None,
           progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
-          max_memory: float | None = None, planned: Plan | None = None) -> pd.DataFrame:
+          max_memory: float | None = None, planned: Plan | None = None,
+          replace: bool = False, max_runs: int | None = None) -> pd.DataFrame:
     """Run (or reuse) every run of the spec; return runs.parquet's frame.
 
     ``planned`` is the spec's :func:`plan` when the caller already made it.
     With adaptive seeds (``seeds: {min, max}``) the sweep adds seeds, in
-    order, while a claim is inconclusive, up to ``max``."""
-    planned = planned or plan(data, source, data_dir, max_memory)
+    order, while a claim is inconclusive, up to ``max``.  Results another
+    spec file wrote under the same name are replaced only with ``replace``."""
+    planned = planned or plan(data, source, data_dir, max_memory, max_runs=max_runs)
     base = planned.experiment
     folder = Path(out) / base.spec.name
+    manifest = Manifest.open(folder)
+    manifest.own_spec(relative_source(source, Path(out)), replace)
     folder.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(folder)  # left by a sweep killed mid-write
-    write_text(base.resolved_yaml(), folder / "spec.yaml")
+    manifest.write_text("spec.yaml", base.resolved_yaml())
     needs_runs = any(c.over == "run" for claim in base.spec.claims for c in claim.checks)
     seeds = base.spec.seeds
     while True:
-        frame = _run_plan(planned.runs, folder, source, data_dir, jobs, backend, scheduler,
-                          force, timeout, progress, base.spec.interleave)
-        _drop_assembled(folder)
+        frame = _run_plan(planned.runs, manifest, source, data_dir, jobs, backend,
+                          scheduler, force, timeout, progress, base.spec.interleave)
+        _drop_assembled(manifest)
         try:
             verdicts = evaluate(base, frame, detail_table(folder, "allocations", frame)
                                 if needs_runs else None, folder)
@@ -468,20 +496,31 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
                                                     for v in verdicts) else None
         if more is None:
             break
-        planned = plan(data, source, data_dir, max_memory, seeds=seeds.first(more))
-    write_verdicts(verdicts, folder)
+        planned = plan(data, source, data_dir, max_memory, seeds=seeds.first(more),
+                       max_runs=max_runs)
+    if verdicts:
+        manifest.write_text("claims.json", verdicts_json(verdicts))
+    else:  # an old file would show verdicts the spec no longer asks for
+        manifest.remove("claims.json")
     return frame
 
 
-def _run_plan(runs: Sequence[PlannedRun], folder: Path, source: str, data_dir: str | None,
-              jobs: int | None, backend: str, scheduler: str | None, force: bool,
-              timeout: float | None,
+def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
+              data_dir: str | None, jobs: int | None, backend: str, scheduler: str | None,
+              force: bool, timeout: float | None,
               progress: Callable[[int, int, dict[str, Any] | None], None] | None,
               interleave: bool = False) -> pd.DataFrame:
     """Every run of one plan, reused from the cache or executed; runs.parquet.
-    ``interleave``: the runs of one seed and grid point go to one worker."""
+    ``interleave``: the runs of one seed and grid point go to one worker.
+
+    At every moment runs.parquet lists only runs whose tables are complete:
+    before any run is (re)written it is rewritten with the reused rows alone
+    (and claims.json, decided from the old rows, goes), and rows are added in
+    batches as runs finish -- so an interrupted sweep leaves each run's row
+    and its tables, or neither, and a rerun completes it."""
     import joblib
 
+    folder = manifest.folder
     rows: dict[str, dict[str, Any]] = {}
     todo = []
     for run in runs:
@@ -494,6 +533,13 @@ def _run_plan(runs: Sequence[PlannedRun], folder: Path, source: str, data_dir: s
     if progress:
         progress(done, len(runs), None)
     if todo:
+        for run in todo:  # a run folder hierfair did not make is never written into
+            if (folder / "runs" / run.run_id).exists() and not manifest.owns_run(run.run_id):
+                manifest.check(f"runs/{run.run_id}")
+        manifest.add_runs(run.run_id for run in todo)
+        _write_runs(rows, manifest)
+        manifest.remove("claims.json")
+        batch = _Batch()
         with _backend(backend, jobs, scheduler) as n_jobs:
             n = 1 if jobs == 1 else n_jobs
             results = joblib.Parallel(n_jobs=n, return_as="generator_unordered")(
@@ -505,8 +551,25 @@ def _run_plan(runs: Sequence[PlannedRun], folder: Path, source: str, data_dir: s
                     done += 1
                     if progress:
                         progress(done, len(runs), row)
-                _write_runs(rows, folder)
-    return _write_runs(rows, folder)
+                if batch.due(len(group_rows), len(rows)):
+                    _write_runs(rows, manifest)
+    return _write_runs(rows, manifest)
+
+
+class _Batch:
+    """When to rewrite runs.parquet: after a tenth more rows or ten seconds,
+    so that a sweep's bookkeeping grows with its length, not its square."""
+
+    def __init__(self) -> None:
+        self.pending = 0
+        self.last = time.monotonic()
+
+    def due(self, added: int, total: int) -> bool:
+        self.pending += added
+        if self.pending * 10 < total and time.monotonic() - self.last < 10:
+            return False
+        self.pending, self.last = 0, time.monotonic()
+        return True
 
 
 def _groups(todo: Sequence[PlannedRun], interleave: bool) -> list[list[PlannedRun]]:
@@ -553,19 +616,24 @@ def _column_order(columns: Sequence[str]) -> list[str]:
     return sorted(columns, key=rank)
 
 
-def _write_runs(rows: Mapping[str, dict[str, Any]], folder: Path) -> pd.DataFrame:
+def _write_runs(rows: Mapping[str, dict[str, Any]], manifest: Manifest) -> pd.DataFrame:
+    """runs.parquet with ``rows`` in plan order; none at all without rows."""
+    if not rows:
+        manifest.remove("runs.parquet")
+        return pd.DataFrame()
     frame = pd.DataFrame(sorted(rows.values(), key=lambda r: r["run_index"]))
     frame = frame[_column_order(list(frame.columns))]
-    write_parquet(frame, folder / "runs.parquet")
+    write_parquet(frame, manifest.check("runs.parquet"))
+    manifest.record("runs.parquet")
     return frame
 
 
-def _drop_assembled(folder: Path) -> None:
+def _drop_assembled(manifest: Manifest) -> None:
     """Remove the spec-level copies of the detail tables that versions before
     this one assembled at the top of the folder (they would now be stale, and
     the same rows are in the runs' own files: hierfair.experiment.detail)."""
-    for path in legacy_tables(folder):
-        path.unlink()
+    for path in legacy_tables(manifest.folder):
+        manifest.remove(path.name)
 
 
 def describe_plan(runs: Sequence[PlannedRun], folder: Path) -> list[str]:

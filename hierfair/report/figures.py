@@ -29,6 +29,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 
 from hierfair.experiment.detail import detail_table  # noqa: E402
+from hierfair.experiment.manifest import Manifest  # noqa: E402
 from hierfair.experiment.results import atomic_path  # noqa: E402
 from hierfair.experiment.spec import load_spec  # noqa: E402
 from hierfair.report.fmt import distinct, num, short_key  # noqa: E402
@@ -384,8 +385,13 @@ def _fanout(folder: Path) -> int:
 
 
 def save(fig, out: Path) -> Path:
-    """Write a figure atomically and close it."""
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
-    plt.close(fig)
+    """Write a figure atomically, recorded in its folder's manifest (a file of
+    the same name that hierfair did not write is refused), and close it."""
+    manifest = Manifest.open(out.parent)
+    try:
+        with atomic_path(manifest.check(out.name)) as tmp:
+            fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+    finally:
+        plt.close(fig)
+    manifest.record(out.name)
     return out

@@ -21,6 +21,7 @@ from joblib import Parallel, delayed
 from hierfair.errors import HierfairError
 from hierfair.experiment.claims import read_verdicts, verdict_word
 from hierfair.experiment.results import write_text, written_by_us
+from hierfair.experiment.workers import quiet_workers
 from hierfair.experiment.spec import load_spec
 from hierfair.experiment.stats import mean_interval
 from hierfair.experiment.verdict import NAMES
@@ -332,12 +333,13 @@ def draw_all(folders: list[Path], specs: list) -> list[list[tuple[str, Path]]]:
     slow part: seconds each), with a progress line per spec drawn."""
     progress = Progress("figures", len(folders))
     drawn: list[list[tuple[str, Path]]] = [[] for _ in folders]
-    jobs = Parallel(n_jobs=-1, return_as="generator_unordered")(
-        delayed(_draw)(i, folder, exp.spec.report.figures)
-        for i, (folder, exp) in enumerate(zip(folders, specs)))
-    for i, figures in jobs:
-        drawn[i] = figures
-        progress.step(folders[i].name)
+    with quiet_workers(-1):
+        jobs = Parallel(n_jobs=-1, return_as="generator_unordered")(
+            delayed(_draw)(i, folder, exp.spec.report.figures)
+            for i, (folder, exp) in enumerate(zip(folders, specs)))
+        for i, figures in jobs:
+            drawn[i] = figures
+            progress.step(folders[i].name)
     return drawn
 
 
