@@ -82,6 +82,14 @@ def _main(args: argparse.Namespace) -> int:
                   f"`hierfair {args.command}` again completes what is missing", file=sys.stderr)
             return 141  # 128 + SIGPIPE, as a shell reports it
         return 0  # `hierfair list | head`: the reader has what it wanted
+    except MemoryError:  # the machine, not a bug: say which limit binds
+        from hierfair.experiment.limits import format_bytes, memory_limit
+
+        limit, what = memory_limit()
+        print(f"hierfair: error: out of memory (the limit is {format_bytes(limit)}, {what}); "
+              "raise it (ulimit -v, the container's memory) or give the run less to do",
+              file=sys.stderr)
+        return 69
     except Exception as exc:  # a bug: one line, and the traceback on request
         if os.environ.get("HIERFAIR_DEBUG", "") not in ("", "0"):  # as HIERFAIR_NO_JIT
             raise

@@ -116,6 +116,15 @@ def check_range(value: float, low: float, high: float, where: str) -> None:
 
 
 # -- memory ---------------------------------------------------------------------
+#: What a run holds before its inputs: the interpreter and its libraries
+#: (numpy, pandas, pyarrow; numba for hdrf-fast), 250-295 MiB measured.
+_BASE_BYTES = 320 * 2**20
+#: A job list written out in a spec costs about this much per value while it
+#: is read, validated and copied into the plan: ~9 values a job, 12.7 kB a
+#: written job measured against 2 kB a generated one.
+_WRITTEN_VALUE_BYTES = 1100
+
+
 @dataclass(frozen=True)
 class Size:
     """How big one run is: what its memory grows with."""
@@ -126,27 +135,59 @@ class Size:
     resources: int
     jobs: int
     tasks: int
+    #: trace bytes read, as text: a compressed file counts _GZIP_RATIO times
+    input_bytes: int = 0
 
     def estimate_bytes(self) -> int:
-        """Peak memory of one run, an upper estimate (calibrated in docs/spec.md).
+        """Peak resident memory of one run, an upper bound (docs/spec.md,
+        "Memory"; tests/test_memory_estimate.py measures it).
 
-        Per task: the ledger (about ten 8-byte columns), its attempt and
-        decision rows, its row of the tasks table, and the allocation rows its
-        start and end write along its leaf's path; per job, per server and per
-        node, their objects and vectors.  Doubled for the copies pandas makes
-        when the tables are assembled and written.
+        Per task: its ledger columns, decision and table rows (or its
+        duration, written in the spec), and the allocation rows its start and
+        its end write, one per node of its leaf's path (depth + 1 nodes, 3 + m
+        columns and a path name), with the copies pandas and Arrow make when
+        the tables are written.  Per node: its path, its tuple of ancestors
+        (depth + 1 entries), its allocation row and the policies' per-node
+        state (slots-k keeps the most).  Per job and per server: their
+        objects and vectors, and a job list written out in the spec (at most
+        MAX_EXPANDED values).  Per byte of trace text read: pandas' parse of it
+        (the Google parts, 5.9 MB compressed, peak at 516 MiB whatever the
+        sample).
         """
-        m = self.resources
-        per_task = 300 + 2 * (self.depth + 1) * (3 + m) * 8
-        per_job = 1500 + 16 * m
-        per_server = 600 + 24 * m
-        per_node = 400 + 24 * m
-        body = (self.tasks * per_task + self.jobs * per_job + self.servers * per_server
-                + self.nodes * per_node)
-        return 2 * body + 150 * 2**20  # the interpreter and libraries
+        m, path = self.resources, self.depth + 1
+        per_task = 1000 + 2 * path * (24 + 16 * (3 + m))
+        per_node = 2300 + 32 * path + 32 * m
+        per_job = 2500 + 16 * m
+        per_server = 800 + 32 * m
+        written = _WRITTEN_VALUE_BYTES * min(9 * self.jobs, MAX_EXPANDED)
+        return (_BASE_BYTES + self.tasks * per_task + self.nodes * per_node
+                + self.jobs * per_job + self.servers * per_server + written
+                + _TEXT_BYTE * self.input_bytes)
 
 
-def machine_memory() -> int:
+#: A compressed trace holds about this many bytes of text per byte.
+_GZIP_RATIO = 8
+#: Peak bytes per byte of trace text read (its parse, its frames, the jobs
+#: built from it): 264 MiB above the base for the Google parts' ~47 MB of text.
+_TEXT_BYTE = 8
+
+
+def text_bytes(files: list[tuple[str, int]]) -> int:
+    """The bytes of text in trace files (name, size): compressed ones count
+    as _GZIP_RATIO times their size."""
+    return sum(size * (_GZIP_RATIO if name.endswith((".gz", ".bz2", ".xz", ".zip")) else 1)
+               for name, size in files)
+
+
+#: cgroup v1 writes "no limit" as a huge number (2^63 rounded to a page).
+_NO_LIMIT = 2**60
+#: Address space a run maps beyond what it keeps resident (shared libraries,
+#: thread stacks): about 500 MiB measured (a one-task run needs RLIMIT_AS
+#: 0.75 GiB for a 0.25 GiB peak), more where /proc/self/status says so.
+_UNRESIDENT_MIN = 512 * 2**20
+
+
+def physical_memory() -> int:
     """Physical memory of this machine, in bytes."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -154,21 +195,126 @@ def machine_memory() -> int:
         return 8 * 2**30
 
 
+def _address_space_limit() -> int | None:
+    """The soft RLIMIT_AS of this process (``ulimit -v``), None if unlimited."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        unlimited = resource.RLIM_INFINITY
+    except (ImportError, AttributeError, OSError, ValueError):  # not on this system
+        return None
+    return soft if soft != unlimited and 0 < soft < _NO_LIMIT else None
+
+
+def _read_limit(path: str) -> int | None:
+    """A cgroup limit file's bytes; None for ``max``, "no limit", or no file."""
+    try:
+        with open(path) as f:
+            value = int(f.read().strip())
+    except (OSError, ValueError):  # absent, unreadable, or "max"
+        return None
+    return value if 0 < value < _NO_LIMIT else None
+
+
+#: Where this process's cgroups are listed, and where cgroup files are mounted.
+_PROC_CGROUP = "/proc/self/cgroup"
+_CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def _cgroup_limits() -> list[tuple[int, str]]:
+    """The memory limits of this process's cgroup and its ancestors (a
+    parent's limit binds too): v2 ``memory.max``, v1 ``memory.limit_in_bytes``.
+    Inside a container the cgroup is often the mount's root: its files count."""
+    top = _CGROUP_ROOT
+    files = {f"{top}/memory.max": "memory.max",
+             f"{top}/memory/memory.limit_in_bytes": "memory.limit_in_bytes"}
+    try:
+        with open(_PROC_CGROUP) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:  # "0::/path" (v2), "4:memory:/path" (v1)
+        _, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if controllers == "":
+            roots, name = (top, f"{top}/unified"), "memory.max"
+        elif "memory" in controllers.split(","):
+            roots, name = (f"{top}/memory",), "memory.limit_in_bytes"
+        else:
+            continue
+        parts = [p for p in path.split("/") if p]
+        if ".." in parts:  # a cgroup outside this namespace: only the root's files
+            parts = []
+        for root in roots:
+            for k in range(len(parts), -1, -1):
+                files.setdefault("/".join([root, *parts[:k], name]), name)
+    return [(value, f"cgroup {name}") for path, name in files.items()
+            if (value := _read_limit(path)) is not None]
+
+
+def memory_limits() -> list[tuple[int, str]]:
+    """Every limit on this process's memory, as (bytes, what it is): physical
+    memory, RLIMIT_AS when set, and the cgroup limits."""
+    out = [(physical_memory(), "physical memory")]
+    if (limit := _address_space_limit()) is not None:
+        out.append((limit, "RLIMIT_AS"))
+    return out + _cgroup_limits()
+
+
+def memory_limit() -> tuple[int, str]:
+    """The smallest of :func:`memory_limits`, and what it is."""
+    return min(memory_limits(), key=lambda item: item[0])
+
+
+def machine_memory() -> int:
+    """The memory a run of this process may use, in bytes: the smallest of
+    physical memory, RLIMIT_AS and the cgroup limits."""
+    return memory_limit()[0]
+
+
+def unresident_bytes() -> int:
+    """Address space this process maps without keeping it resident (shared
+    libraries, thread stacks): a run maps as much beside its resident peak,
+    and RLIMIT_AS counts both (at least _UNRESIDENT_MIN: the check may run
+    before the libraries are loaded)."""
+    try:
+        with open("/proc/self/status") as f:
+            status = dict(line.split(":", 1) for line in f if line.startswith("Vm"))
+        kib = int(status["VmSize"].split()[0]) - int(status["VmRSS"].split()[0])
+    except (OSError, ValueError, KeyError, IndexError):
+        return _UNRESIDENT_MIN
+    return max(kib * 1024, _UNRESIDENT_MIN)
+
+
 def check_memory(size: Size, max_memory: float | None, where: str) -> None:
-    """Refuse a run whose estimate exceeds ``max_memory`` bytes (default: the machine's)."""
+    """Refuse a run whose estimate exceeds ``max_memory`` bytes, or by
+    default any limit of :func:`memory_limits` (against RLIMIT_AS, the
+    address space: the estimate plus what the libraries map)."""
     for count, limit, what in ((size.servers, MAX_SERVERS, "servers"),
                                (size.nodes, MAX_NODES, "hierarchy nodes"),
                                (size.tasks, MAX_TASKS, "tasks")):
         if count > limit:
             raise SpecError(f"{what}: {count:,} exceed the limit of {limit:,} per run",
                             where=where, value=count)
-    limit = max_memory if max_memory is not None else machine_memory()
     need = size.estimate_bytes()
-    if need > limit:
-        raise SpecError(f"a run needs about {format_bytes(need)} of memory ({size.tasks:,} "
-                        f"tasks, {size.servers:,} servers, {size.nodes:,} nodes); the limit "
-                        f"is {format_bytes(limit)} (raise it with --max-memory)",
-                        where=where, value=size.tasks)
+    limits = [(max_memory, "--max-memory")] if max_memory is not None else memory_limits()
+    over = []
+    for limit, what in limits:
+        wanted = need + unresident_bytes() if what == "RLIMIT_AS" else need
+        if wanted > limit:
+            over.append((wanted / limit, wanted, limit, what))
+    if not over:
+        return
+    _, wanted, limit, what = max(over)
+    kind, mapped = "memory", ""
+    if wanted > need:
+        kind = "address space"
+        mapped = f"; {format_bytes(need)} resident, {format_bytes(wanted - need)} mapped"
+    raise SpecError(f"a run needs about {format_bytes(wanted)} of {kind} ({size.tasks:,} "
+                    f"tasks, {size.servers:,} servers, {size.nodes:,} nodes{mapped}); the "
+                    f"limit is {format_bytes(limit)} ({what}); raise it with --max-memory",
+                    where=where, value=size.tasks)
 
 
 def format_bytes(n: float) -> str:

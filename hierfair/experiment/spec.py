@@ -62,6 +62,7 @@ from hierfair.experiment.limits import (
     check_expansion,
     check_memory,
     check_numbers,
+    text_bytes,
 )
 from hierfair.experiment.spec_base import Strict
 from hierfair.sim import Faults, Interruptions, Simulator
@@ -561,7 +562,8 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
         if headroom is not None:
             experiment.headroom_vector(workload)  # the largest task fits on every server
         _check_size(Size(cluster.n_servers, hierarchy.n_nodes, int(hierarchy.depth.max()),
-                         len(cluster.resources), len(workload.jobs), workload.n_tasks),
+                         len(cluster.resources), len(workload.jobs), workload.n_tasks,
+                         text_bytes([(f.name, f.size) for f in workload.inputs])),
                     max_memory)
     else:
         parse_workload(spec.workload)  # params only
