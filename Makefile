@@ -40,9 +40,11 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 # The thorough fuzz run (thousands of mutated specs and traces, a sweep stopped
-# at 24 random moments; make test runs a sample).
+# at 24 random moments, the memory estimate against 8 measured peaks; make
+# test runs a sample).
 fuzz: $(STAMP)
-	HIERFAIR_FUZZ=thorough $(BIN)/python -m pytest -q tests/test_fuzz.py tests/test_attacks.py
+	HIERFAIR_FUZZ=thorough $(BIN)/python -m pytest -q tests/test_fuzz.py tests/test_attacks.py \
+	  tests/test_memory_estimate.py
 
 # asv's "existing" environment is .venv itself (--python=same): nothing is built
 # or downloaded, and the working tree is what gets measured; the results are

@@ -20,14 +20,15 @@ if TYPE_CHECKING:
 def run(spec: str | Path | dict[str, Any], *, out: str | Path = "results",
         jobs: int | None = None, backend: str = "loky", scheduler: str | None = None,
         force: bool = False, timeout: float | None = None, data_dir: str | None = None,
-        replace: bool = False) -> pd.DataFrame:
+        replace: bool = False, max_runs: int | None = None) -> pd.DataFrame:
     """Run every algorithm x grid point x seed of ``spec`` (a YAML path or the
     same data as a dict); return the runs as a DataFrame (runs.parquet).
 
     ``jobs``: parallel runs (default all cores); ``backend``: ``"loky"`` or
     ``"dask"`` (``scheduler`` address, or a LocalCluster); finished runs are
     reused unless ``force``.  Results another spec file of the same name
-    wrote into ``out`` are replaced only with ``replace``.  Raises
+    wrote into ``out`` are replaced only with ``replace``; more than
+    ``max_runs`` runs (default 10,000) are refused.  Raises
     :class:`hierfair.errors.SpecError` on bad input.  Failed or timed-out
     runs are rows with ``status`` != "ok".
     """
@@ -39,7 +40,8 @@ def run(spec: str | Path | dict[str, Any], *, out: str | Path = "results",
     data = spec if isinstance(spec, dict) else read_yaml(spec)
     try:
         return sweep(data, out, source=source, data_dir=data_dir, jobs=jobs, backend=backend,
-                     scheduler=scheduler, force=force, timeout=timeout, replace=replace)
+                     scheduler=scheduler, force=force, timeout=timeout, replace=replace,
+                     max_runs=max_runs)
     except SpecError as exc:
         raise exc.with_file(source) if source else exc from None
 

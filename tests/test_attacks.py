@@ -156,6 +156,31 @@ def test_a_sweep_stopped_at_any_moment_resumes_to_the_same_bytes(shipped, tmp_pa
     _same(_tables(out / SPEC), reference)
 
 
+@pytest.mark.parametrize("after", [random.Random(27).uniform(1.5, 6.0)
+                                   for _ in range(4 if THOROUGH else 1)])
+def test_a_forced_rerun_killed_midway_leaves_no_old_row_beside_a_new_table(shipped, tmp_path,
+                                                                           after):
+    """--force rewrites every run's tables: killed midway, runs.parquet must not
+    list the old rows of runs whose tables are being replaced (it listed 35
+    rows beside 90 runs' tables before), and a rerun completes it."""
+    spec, reference = shipped
+    out = tmp_path / "out"
+    shutil.copytree(spec.parent / "ref", out)  # a finished sweep of the spec file at
+    shutil.copy(spec, tmp_path / spec.name)  # ../server-failure.yaml, as this one is
+    proc = subprocess.Popen([sys.executable, "-m", "hierfair", "run", str(tmp_path / spec.name),
+                             "--out", str(out), "--jobs", "2", "--force"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    time.sleep(after)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=120)
+    time.sleep(0.5)
+    _consistent(out / SPEC)
+    assert main(["run", str(tmp_path / spec.name), "--out", str(out), "--jobs", "2"]) == 0
+    _same(_tables(out / SPEC), reference)
+
+
 # -- the user's own files --------------------------------------------------------
 def _spec(tmp_path: Path, name: str = "mine") -> Path:
     data = yaml.safe_load((EXPERIMENTS / "drf-example.yaml").read_text())
@@ -281,3 +306,69 @@ def test_a_long_validation_says_how_far_it_is(tmp_path, capsys, monkeypatch):
     assert main(["validate", str(path)]) == 0
     said = [ln for ln in capsys.readouterr().err.splitlines() if "grid point" in ln]
     assert said == [f"hierfair: checking {path}: grid point {k} of 4" for k in (1, 2, 3, 4)]
+
+
+def test_a_write_stopped_before_its_record_is_completed_by_a_rerun(tmp_path, monkeypatch):
+    """The manifest lists a file before its bytes land: stopped between the
+    two, the rerun writes it again instead of refusing it as the user's."""
+    from hierfair.experiment.manifest import Manifest
+
+    spec, out = _spec(tmp_path), tmp_path / "out"
+    record = Manifest.record
+
+    def stopped(self, *names):
+        if "runs.parquet" in names:
+            raise KeyboardInterrupt
+        return record(self, *names)
+
+    monkeypatch.setattr(Manifest, "record", stopped)
+    assert main(["run", str(spec), "--out", str(out)]) == 130
+    monkeypatch.setattr(Manifest, "record", record)
+    assert main(["run", str(spec), "--out", str(out)]) == 0
+    assert json.loads((out / "mine" / "manifest.json").read_text())["files"]["runs.parquet"] \
+        == file_digest(out / "mine" / "runs.parquet")
+
+
+def test_a_changed_or_forged_entry_is_refused_and_a_users_table_never_served(tmp_path,
+                                                                            capsys):
+    spec, out = _spec(tmp_path), tmp_path / "out"
+    folder = out / "mine"
+    assert main(["run", str(spec), "--out", str(out)]) == 0
+    (folder / "claims.json").write_text("my notes on the claims\n")  # changed since
+    assert main(["run", str(spec), "--out", str(out), "--force"]) == 2
+    assert "claims.json: changed since hierfair wrote it" in capsys.readouterr().err
+    assert (folder / "claims.json").read_text() == "my notes on the claims\n"
+    (folder / "claims.json").unlink()
+    pd.DataFrame({"x": [1, 2, 3]}).to_parquet(folder / "jobs.parquet")  # the user's table
+    assert main(["run", str(spec), "--out", str(out)]) == 0
+    import hierfair
+
+    assert "x" not in hierfair.load(folder).jobs.columns  # the runs' rows, not the user's
+    assert (folder / "jobs.parquet").exists()  # and it is left alone
+    forged = tmp_path / "forged" / "mine"
+    forged.mkdir(parents=True)
+    (forged / "spec.yaml").write_text("my own spec\n")
+    (forged / "manifest.json").write_text(json.dumps({"tool": "hierfair",
+                                                      "files": {"spec.yaml": "0"}}))
+    assert main(["run", str(spec), "--out", str(tmp_path / "forged")]) == 2
+    assert (forged / "spec.yaml").read_text() == "my own spec\n"
+
+
+def test_a_linked_runs_folder_is_never_written_through(tmp_path, capsys):
+    spec, out = _spec(tmp_path), tmp_path / "out"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (out / "mine").mkdir(parents=True)
+    (out / "mine" / "runs").symlink_to(elsewhere)
+    assert main(["run", str(spec), "--out", str(out)]) == 2
+    assert "symbolic link" in capsys.readouterr().err
+    assert not any(elsewhere.iterdir())
+
+
+def test_a_spec_given_as_data_shares_a_folder_with_its_file(tmp_path):
+    import hierfair
+
+    spec, out = _spec(tmp_path), tmp_path / "out"
+    hierfair.run(yaml.safe_load(spec.read_text()), out=out, jobs=1)
+    assert main(["run", str(spec), "--out", str(out)]) == 0  # the data had no file
+    hierfair.run(yaml.safe_load(spec.read_text()), out=out, jobs=1)  # nor is it refused

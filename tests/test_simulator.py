@@ -130,7 +130,7 @@ def test_run_writes_the_promised_tables(tmp_path: Path):
     runs = run_experiment(exp, tmp_path)
     folder = tmp_path / "drf-example"
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        ["claims.json", "runs", "runs.parquet", "spec.yaml"])
+        ["claims.json", "manifest.json", "runs", "runs.parquet", "spec.yaml"])
     for rid in runs["run"]:
         assert sorted(p.name for p in (folder / "runs" / rid).iterdir()) == sorted(
             [f"{t}.parquet" for t in DETAIL_TABLES] + ["summary.json"])

@@ -72,12 +72,12 @@ def run_audit(out: Path, counterexamples: Path | None, instances: int, seed: int
     if counterexamples is not None:
         found = _write_specs(counterexamples, _shrink_all(rows, shape, jobs, progress))
     out.mkdir(parents=True, exist_ok=True)
-    write_parquet(rows.drop(columns=["trace"]), manifest.check("rows.parquet"))
+    with manifest.writing("rows.parquet") as path:
+        write_parquet(rows.drop(columns=["trace"]), path)
     manifest.write_text("summary.csv", summary.to_csv(index=False))
     # linked from the report's README.md, one folder up from ``out``
     manifest.write_text("table.md", table(summary, found, instances, seed, counterexamples,
                                           out.parent))
-    manifest.record("rows.parquet")
     return summary
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from hierfair.experiment.manifest import Manifest
 from hierfair.experiment.spec import DETAIL_TABLES
 
 #: Prefix of the runs.parquet columns that hold one algorithm parameter each.
@@ -44,7 +45,7 @@ def detail_table(folder: Path, name: str, runs: pd.DataFrame | None = None,
     (tags included).  None when no ok run kept the table."""
     folder = Path(folder)
     legacy = folder / f"{name}.parquet"
-    if legacy.exists():  # written by an older version: already assembled
+    if legacy.exists() and _assembled_by_us(folder, legacy):  # an older version's
         return pd.read_parquet(legacy, columns=list(columns) if columns else None)
     if name not in kept_tables(folder):  # cached runs may hold more than the spec keeps
         return None
@@ -66,6 +67,14 @@ def detail_table(folder: Path, name: str, runs: pd.DataFrame | None = None,
         return None
     frame = pd.concat(parts, ignore_index=True)
     return frame if columns is None else frame[[c for c in columns if c in frame.columns]]
+
+
+def _assembled_by_us(folder: Path, path: Path) -> bool:
+    """An assembled table at the folder's top is read only when hierfair wrote
+    it: listed in the manifest, or in a folder of a version before manifests
+    (a file the user put there is never served as results)."""
+    manifest = Manifest.read(folder)
+    return manifest is None or path.name in manifest.files
 
 
 def kept_tables(folder: Path) -> list[str]:

@@ -20,9 +20,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from hierfair.errors import SpecError
 from hierfair.experiment.results import write_text, written_by_us
@@ -32,6 +35,9 @@ MANIFEST = "manifest.json"
 SWEEP_FILES = ("spec.yaml", "runs.parquet", "claims.json")
 #: What identifies the manifest as ours (a user's manifest.json is not).
 _TOOL = "hierfair"
+#: The hash of a file being written: listed before its bytes land, so that an
+#: interruption between the two leaves a file hierfair may write again.
+PENDING = "writing"
 #: Top-level files a results folder of an older version may hold (adopted).
 _LEGACY = ("spec.yaml", "runs.parquet", "claims.json")
 _LEGACY_SUFFIXES = (".png", ".parquet")
@@ -78,6 +84,10 @@ class Manifest:
         when the folder holds files hierfair did not write."""
         folder = Path(folder)
         found = cls.read(folder)
+        for link in (folder, folder / "runs"):  # writing through it would land elsewhere
+            if link.is_symlink():
+                raise SpecError(f"{link}: a symbolic link; hierfair writes only into folders "
+                                f"it made (choose another {flag})")
         if found is not None:
             return found
         if (folder / MANIFEST).exists():
@@ -86,33 +96,64 @@ class Manifest:
         manifest = cls(folder, {"kind": kind})
         if folder.is_dir():
             manifest.files = _adopt(folder, kind)
-            if manifest.files:  # an older version's runs, each with its summary
+            if manifest.files and kind == "results":  # an older version's run folders
                 manifest.runs = {p.name for p in (folder / "runs").glob("*")
-                                 if (p / "summary.json").exists()}
+                                 if p.is_dir() and not p.is_symlink()}
         return manifest
 
     def own_spec(self, spec_file: str, replace: bool) -> None:
         """Refuse results of another spec file unless ``replace`` (two specs of
         one name would replace each other's tables, one after another), and
-        a folder where a file a sweep writes is the user's."""
-        if self.spec_file is not None and self.spec_file != spec_file and not replace:
+        a folder where a file a sweep writes is the user's.  A spec given as
+        data (``hierfair.run(dict)``) has no file: it neither claims nor
+        is refused."""
+        if self.spec_file and spec_file and self.spec_file != spec_file and not replace:
             raise SpecError(f"{self.folder} holds the results of {self.spec_file}, a spec of "
                             "the same name; rename one, choose another --out, or give "
                             "--replace", file=spec_file or None, where="name",
                             value=self.folder.name)
         for name in SWEEP_FILES:
             self.check(name)
-        self.spec_file = spec_file
+        self.spec_file = spec_file or self.spec_file
 
     # -- writing ---------------------------------------------------------------
     def check(self, name: str) -> Path:
         """The path of ``name`` in the folder, if hierfair may write it: absent,
-        or listed (written by hierfair before).  Else one line, exit 2."""
+        or listed with the bytes it wrote (or being written when stopped).
+        Else one line, exit 2 -- a user's file, or one changed since."""
         path = self.folder / name
-        if path.exists() and name not in self.files:
+        if path.is_symlink():
+            raise SpecError(f"{path}: a symbolic link; refusing to write through it (remove "
+                            "it, or choose another folder)")
+        if not path.exists():
+            return path
+        recorded = self.files.get(name)
+        if recorded is None:
             raise SpecError(f"{path}: not written by hierfair; refusing to overwrite it "
                             "(move it, or choose another folder)")
+        if recorded != PENDING and path.is_file() and file_digest(path) != recorded:
+            raise SpecError(f"{path}: changed since hierfair wrote it; refusing to overwrite "
+                            "it (move or delete it, and hierfair writes it again)")
         return path
+
+    def check_runs(self, run_ids: Iterable[str]) -> None:
+        """Refuse, before any work, a run folder hierfair did not make."""
+        for run_id in run_ids:
+            path = self.folder / "runs" / run_id
+            if path.is_symlink() or (path.exists() and run_id not in self.runs):
+                raise SpecError(f"{path}: not a run folder hierfair made; refusing to write "
+                                "in it (move it, or choose another --out)")
+
+    @contextmanager
+    def writing(self, name: str) -> Iterator[Path]:
+        """``with manifest.writing(name) as path``: checked, listed as being
+        written before the bytes land (an interruption leaves a file hierfair
+        may write again), recorded with its hash once written."""
+        path = self.check(name)
+        self.files[name] = PENDING
+        self.save()
+        yield path
+        self.record(name)
 
     def record(self, *names: str) -> None:
         """Note that hierfair (re)wrote ``names``, with their hashes; save."""
@@ -125,15 +166,15 @@ class Manifest:
         self.save()
 
     def write_text(self, name: str, text: str) -> Path:
-        path = self.check(name)
-        write_text(text, path)
-        self.record(name)
+        with self.writing(name) as path:
+            write_text(text, path)
         return path
 
     def remove(self, name: str) -> None:
-        """Remove ``name`` if hierfair wrote it (a file the user put there stays)."""
+        """Remove ``name`` if hierfair wrote it (a file the user put there, or
+        changed since, stays: refused, named)."""
         if name in self.files:
-            (self.folder / name).unlink(missing_ok=True)
+            self.check(name).unlink(missing_ok=True)
             del self.files[name]
             self.save()
 
@@ -156,10 +197,10 @@ class Manifest:
 
 def _adopt(folder: Path, kind: str) -> dict[str, str]:
     """The files of a folder without a manifest that hierfair takes as its
-    own: an older version's results (or audit table); nothing else."""
+    own: an older version's results (its spec.yaml names the folder; it may
+    have been stopped before runs.parquet) or audit table; nothing else."""
     names: tuple[str, ...] = ()
-    if kind == "results" and (folder / "spec.yaml").is_file() \
-            and _results_table(folder / "runs.parquet"):
+    if kind == "results" and _resolved_spec_of(folder):
         names = tuple(p.name for p in folder.iterdir() if p.is_file() and (
             p.name in _LEGACY or p.suffix in _LEGACY_SUFFIXES))
     elif kind == "audit" and written_by_us(folder / "table.md", AUDIT_MARK):
@@ -167,14 +208,15 @@ def _adopt(folder: Path, kind: str) -> dict[str, str]:
     return {n: file_digest(folder / n) for n in sorted(names) if (folder / n).is_file()}
 
 
-def _results_table(path: Path) -> bool:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def _resolved_spec_of(folder: Path) -> bool:
+    """Whether ``folder/spec.yaml`` is the resolved spec hierfair writes for
+    the folder: a mapping with this folder's name and its algorithms."""
     try:
-        return "run" in pq.read_schema(path).names
-    except (OSError, pa.ArrowException):
+        data = yaml.safe_load((folder / "spec.yaml").read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
         return False
+    return isinstance(data, dict) and data.get("name") == folder.name \
+        and isinstance(data.get("algorithms"), list) and "tables" in data
 
 
 def relative_source(source: str, out: Path) -> str:

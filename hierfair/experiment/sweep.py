@@ -57,7 +57,13 @@ from hierfair.algorithms import make_policy, policy_code
 from hierfair.datasets.arrivals import offered_load
 from hierfair.errors import EnvironmentProblem, HierfairError, SpecError
 from hierfair.experiment.claims import evaluate, verdicts_json
-from hierfair.experiment.detail import PARAM, detail_table, identity_columns, legacy_tables
+from hierfair.experiment.detail import (
+    DETAIL_TABLES,
+    PARAM,
+    detail_table,
+    identity_columns,
+    legacy_tables,
+)
 from hierfair.experiment.manifest import Manifest, file_digest, relative_source
 from hierfair.experiment.results import (
     remove_stale_temporaries,
@@ -326,8 +332,11 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
     row: dict[str, Any] = {"status": "ok", "error": "", "warnings": ""}
     run_dir = Path(folder) / "runs" / run.run_id
     # a rerun's old summary goes first: until the new one is written, the
-    # run's folder holds no complete result (never old summary, new tables)
+    # run's folder holds no complete result (never old summary, new tables);
+    # then its old tables (a run that now fails must not list them as its own)
     (run_dir / "summary.json").unlink(missing_ok=True)
+    for table in DETAIL_TABLES:
+        (run_dir / f"{table}.parquet").unlink(missing_ok=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _simulate(run, row, run_dir, source, data_dir, timeout)
@@ -477,6 +486,7 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
     folder = Path(out) / base.spec.name
     manifest = Manifest.open(folder)
     manifest.own_spec(relative_source(source, Path(out)), replace)
+    manifest.check_runs(run.run_id for run in planned.runs)
     folder.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(folder)  # left by a sweep killed mid-write
     manifest.write_text("spec.yaml", base.resolved_yaml())
@@ -623,8 +633,8 @@ def _write_runs(rows: Mapping[str, dict[str, Any]], manifest: Manifest) -> pd.Da
         return pd.DataFrame()
     frame = pd.DataFrame(sorted(rows.values(), key=lambda r: r["run_index"]))
     frame = frame[_column_order(list(frame.columns))]
-    write_parquet(frame, manifest.check("runs.parquet"))
-    manifest.record("runs.parquet")
+    with manifest.writing("runs.parquet") as path:
+        write_parquet(frame, path)
     return frame
 
 

@@ -387,11 +387,9 @@ def _fanout(folder: Path) -> int:
 def save(fig, out: Path) -> Path:
     """Write a figure atomically, recorded in its folder's manifest (a file of
     the same name that hierfair did not write is refused), and close it."""
-    manifest = Manifest.open(out.parent)
     try:
-        with atomic_path(manifest.check(out.name)) as tmp:
+        with Manifest.open(out.parent).writing(out.name) as path, atomic_path(path) as tmp:
             fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
     finally:
         plt.close(fig)
-    manifest.record(out.name)
     return out
