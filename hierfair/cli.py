@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hierfair import __version__
-from hierfair.errors import HierfairError
+from hierfair.errors import HierfairError, RunFailed
 
 #: More parallel runs than this is a typo, not a machine (loky cannot make them).
 MAX_JOBS = 1024
@@ -62,6 +62,13 @@ def _main(args: argparse.Namespace) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning
             return int(args.func(args) or 0)
+    except RunFailed as exc:  # run -x: the first failure, with what it needs to debug
+        print(f"hierfair: stopped at the first failed run (-x): {exc}", file=sys.stderr)
+        if exc.row.get("traceback"):
+            print(exc.row["traceback"].rstrip(), file=sys.stderr)
+            print(f"hierfair: (the traceback is kept in {exc.traceback_file})",
+                  file=sys.stderr)
+        return exc.exit_code
     except HierfairError as exc:  # a spec error may carry several problems: a line each
         for line in str(exc).splitlines():
             print(f"hierfair: error: {line}", file=sys.stderr)
@@ -91,6 +98,13 @@ def _main(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 69
     except Exception as exc:  # a bug: one line, and the traceback on request
+        if getattr(args, "pdb", False):  # run --pdb: a run's bug, in the debugger
+            import pdb
+            import traceback
+
+            traceback.print_exc()
+            pdb.post_mortem(exc.__traceback__)
+            return 1
         if os.environ.get("HIERFAIR_DEBUG", "") not in ("", "0"):  # as HIERFAIR_NO_JIT
             raise
         print(f"hierfair: internal error: {type(exc).__name__}: {exc} (a bug: please report "
@@ -142,7 +156,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="results", metavar="DIR",
                    help="results go to DIR/<spec name>/ (default: %(default)s)")
     r.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                   help="parallel runs (default: all cores)")
+                   help="parallel runs (default: all cores); 0: in this process, no "
+                   "workers (breakpoints work)")
+    r.add_argument("-x", "--exitfirst", action="store_true",
+                   help="stop at the first failed run and print its traceback")
+    r.add_argument("--pdb", action="store_true",
+                   help="on a run's bug, open the debugger at it (runs in this process)")
     r.add_argument("--backend", choices=("loky", "dask"), default="loky",
                    help="local processes, or a Dask cluster (needs hierfair[cluster])")
     r.add_argument("--scheduler", metavar="ADDRESS", default=None,
@@ -362,8 +381,9 @@ def _run(args: argparse.Namespace) -> int:
     from hierfair.experiment.limits import MAX_TIME
     from hierfair.experiment.sweep import Progress, describe_plan, sweep
 
-    if args.jobs is not None and not 1 <= args.jobs <= MAX_JOBS:
-        raise SpecError(f"must be from 1 to {MAX_JOBS}", where="--jobs", value=args.jobs)
+    if args.jobs is not None and not 0 <= args.jobs <= MAX_JOBS:
+        raise SpecError(f"must be from 0 (this process) to {MAX_JOBS}", where="--jobs",
+                        value=args.jobs)
     if args.timeout is not None and not 0 < args.timeout <= MAX_TIME:
         raise SpecError(f"must be a number of seconds in (0, {MAX_TIME:g}]", where="--timeout",
                         value=args.timeout)
@@ -395,7 +415,8 @@ def _run(args: argparse.Namespace) -> int:
         frame = sweep(data, out, source=path, data_dir=args.data_dir, jobs=args.jobs,
                       backend=args.backend, scheduler=args.scheduler, force=args.force,
                       timeout=args.timeout, progress=Progress(base.spec.name),
-                      planned=planned, replace=args.replace, max_runs=args.max_runs)
+                      planned=planned, replace=args.replace, max_runs=args.max_runs,
+                      fail_fast=args.exitfirst, debug=args.pdb)
         bad = frame[frame["status"] != "ok"]
         failures += [f"{base.spec.name}/{r.run}: {r.status}: {r.error}" for r in bad.itertuples()]
         verdicts = read_verdicts(out / base.spec.name)

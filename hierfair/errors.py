@@ -24,6 +24,17 @@ class EnvironmentProblem(HierfairError):
     exit_code = 69  # EX_UNAVAILABLE in sysexits.h: "a service is unavailable"
 
 
+class RunFailed(HierfairError):
+    """A run failed and the sweep was asked to stop there (``run -x``)."""
+
+    exit_code = 1
+
+    def __init__(self, row: dict[str, Any], traceback_file: Any) -> None:
+        self.row = row
+        self.traceback_file = traceback_file
+        super().__init__(f"{row['spec']}/{row['run']}: {row['status']}: {row['error']}")
+
+
 class SpecError(HierfairError):
     """A spec (or trace) is malformed: names file, location and value."""
 

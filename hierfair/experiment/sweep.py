@@ -40,9 +40,10 @@ import platform
 import re
 import sys
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -55,7 +56,7 @@ import pandas as pd
 from hierfair import __version__
 from hierfair.algorithms import make_policy, policy_code
 from hierfair.datasets.arrivals import offered_load
-from hierfair.errors import EnvironmentProblem, HierfairError, SpecError
+from hierfair.errors import EnvironmentProblem, HierfairError, RunFailed, SpecError
 from hierfair.experiment.claims import evaluate, verdicts_json
 from hierfair.experiment.detail import (
     DETAIL_TABLES,
@@ -325,11 +326,12 @@ def code_files() -> list[tuple[Path, str]]:
 
 
 def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
-            timeout: float | None) -> dict[str, Any]:
-    """Run one simulation; write its details and summary; return its row."""
+            timeout: float | None, reraise: bool = False) -> dict[str, Any]:
+    """Run one simulation; write its details and summary; return its row.
+    ``reraise``: a bug in the run is recorded, then raised (``--pdb``)."""
     started = datetime.now(UTC)
     t0 = time.perf_counter()
-    row: dict[str, Any] = {"status": "ok", "error": "", "warnings": ""}
+    row: dict[str, Any] = {"status": "ok", "error": "", "traceback": "", "warnings": ""}
     run_dir = Path(folder) / "runs" / run.run_id
     # a rerun's old summary goes first: until the new one is written, the
     # run's folder holds no complete result (never old summary, new tables);
@@ -337,9 +339,10 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
     (run_dir / "summary.json").unlink(missing_ok=True)
     for table in DETAIL_TABLES:
         (run_dir / f"{table}.parquet").unlink(missing_ok=True)
+    (run_dir / TRACEBACK).unlink(missing_ok=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _simulate(run, row, run_dir, source, data_dir, timeout)
+        bug = _simulate(run, row, run_dir, source, data_dir, timeout)
     # numpy's and pandas' warnings are recorded with the run, never printed raw
     row["warnings"] = "; ".join(dict.fromkeys(str(w.message) for w in caught))
     row.update(_identity(run))
@@ -351,12 +354,19 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
              for t in run.spec_data["tables"] if (run_dir / f"{t}.parquet").exists()}
     write_text(json.dumps({"key": run.key, "row": row, "files": files}, sort_keys=True,
                           default=float), run_dir / "summary.json")
+    if bug is not None and reraise:
+        raise bug
     return row
 
 
+#: The file beside a failed run's tables that keeps its traceback.
+TRACEBACK = "traceback.txt"
+
+
 def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
-              data_dir: str | None, timeout: float | None) -> None:
-    """Run the simulation into ``row`` and ``run_dir``; any failure is recorded."""
+              data_dir: str | None, timeout: float | None) -> Exception | None:
+    """Run the simulation into ``row`` and ``run_dir``; any failure is
+    recorded, a bug's traceback too (returned, for ``--pdb``)."""
     try:
         exp = _experiment(json.dumps(run.spec_data, sort_keys=True), source, data_dir,
                           run.input_id)
@@ -379,8 +389,12 @@ def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
         row.update(status="failed", error=str(exc))
     except HierfairError as exc:
         row.update(status="failed", error=str(exc))
-    except Exception as exc:  # a bug in a policy must not sink the sweep
-        row.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # a bug in a policy must not sink the sweep: kept to debug
+        row.update(status="failed", error=f"{type(exc).__name__}: {exc}",
+                   traceback=traceback.format_exc())
+        write_text(row["traceback"], run_dir / TRACEBACK)
+        return exc
+    return None
 
 
 def _identity(run: PlannedRun) -> dict[str, Any]:
@@ -474,13 +488,17 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
           scheduler: str | None = None, force: bool = False, timeout: float | None = None,
           progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
           max_memory: float | None = None, planned: Plan | None = None,
-          replace: bool = False, max_runs: int | None = None) -> pd.DataFrame:
+          replace: bool = False, max_runs: int | None = None, fail_fast: bool = False,
+          debug: bool = False) -> pd.DataFrame:
     """Run (or reuse) every run of the spec; return runs.parquet's frame.
 
     ``planned`` is the spec's :func:`plan` when the caller already made it.
     With adaptive seeds (``seeds: {min, max}``) the sweep adds seeds, in
     order, while a claim is inconclusive, up to ``max``.  Results another
-    spec file wrote under the same name are replaced only with ``replace``."""
+    spec file wrote under the same name are replaced only with ``replace``.
+    ``jobs=0`` runs in this process, without workers; ``fail_fast`` stops at
+    the first failed run (:class:`RunFailed`); ``debug`` raises a run's bug
+    itself (for a debugger), in this process."""
     planned = planned or plan(data, source, data_dir, max_memory, max_runs=max_runs)
     base = planned.experiment
     folder = Path(out) / base.spec.name
@@ -493,8 +511,9 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
     needs_runs = any(c.over == "run" for claim in base.spec.claims for c in claim.checks)
     seeds = base.spec.seeds
     while True:
-        frame = _run_plan(planned.runs, manifest, source, data_dir, jobs, backend,
-                          scheduler, force, timeout, progress, base.spec.interleave)
+        frame = _run_plan(planned.runs, manifest, source, data_dir, 0 if debug else jobs,
+                          backend, scheduler, force, timeout, progress,
+                          base.spec.interleave, fail_fast or debug, debug)
         _drop_assembled(manifest)
         try:
             verdicts = evaluate(base, frame, detail_table(folder, "allocations", frame)
@@ -519,7 +538,8 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
               data_dir: str | None, jobs: int | None, backend: str, scheduler: str | None,
               force: bool, timeout: float | None,
               progress: Callable[[int, int, dict[str, Any] | None], None] | None,
-              interleave: bool = False) -> pd.DataFrame:
+              interleave: bool = False, fail_fast: bool = False,
+              debug: bool = False) -> pd.DataFrame:
     """Every run of one plan, reused from the cache or executed; runs.parquet.
     ``interleave``: the runs of one seed and grid point go to one worker.
 
@@ -550,17 +570,25 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
         _write_runs(rows, manifest)
         manifest.remove("claims.json")
         batch = _Batch()
-        with _backend(backend, jobs, scheduler) as n_jobs:
-            n = 1 if jobs == 1 else n_jobs
-            results = joblib.Parallel(n_jobs=n, return_as="generator_unordered")(
-                joblib.delayed(execute_all)(group, str(folder), source, data_dir, timeout)
-                for group in _groups(todo, interleave))
+        groups = _groups(todo, interleave)
+        with nullcontext(0) if jobs == 0 else _backend(backend, jobs, scheduler) as n_jobs:
+            if jobs == 0:  # in this process, no worker: breakpoints and --pdb work
+                results: Any = (execute_all(g, str(folder), source, data_dir, timeout, debug)
+                                for g in groups)
+            else:
+                results = joblib.Parallel(n_jobs=1 if jobs == 1 else n_jobs,
+                                          return_as="generator_unordered")(
+                    joblib.delayed(execute_all)(g, str(folder), source, data_dir, timeout)
+                    for g in groups)
             for group_rows in results:
                 for row in group_rows:
                     rows[row["run"]] = row
                     done += 1
                     if progress:
                         progress(done, len(runs), row)
+                    if fail_fast and row["status"] == "failed":
+                        _write_runs(rows, manifest)
+                        raise RunFailed(row, folder / "runs" / row["run"] / TRACEBACK)
                 if batch.due(len(group_rows), len(rows)):
                     _write_runs(rows, manifest)
     return _write_runs(rows, manifest)
@@ -595,14 +623,14 @@ def _groups(todo: Sequence[PlannedRun], interleave: bool) -> list[list[PlannedRu
 
 
 def execute_all(runs: Sequence[PlannedRun], folder: str, source: str, data_dir: str | None,
-                timeout: float | None) -> list[dict[str, Any]]:
+                timeout: float | None, reraise: bool = False) -> list[dict[str, Any]]:
     """:func:`execute` each run in turn, in this process."""
-    return [execute(run, folder, source, data_dir, timeout) for run in runs]
+    return [execute(run, folder, source, data_dir, timeout, reraise) for run in runs]
 
 
 _FIRST = ("run", "run_index", "spec", "spec_hash", "algorithm", "label", "params", "seed",
           "run_seed", "grid_point")
-_STATUS = ("status", "error", "warnings", "workload_source", "input_id", "input_fallback",
+_STATUS = ("status", "error", "traceback", "warnings", "workload_source", "input_id", "input_fallback",
            "input_skipped_lines")
 _LAST = ("hierfair_version", "code_version", "git_commit", "host", "started_at", "finished_at",
          "wall_seconds")
