@@ -237,3 +237,24 @@ def test_the_audit_touches_only_the_counterexamples_it_wrote(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pareto--fifo.yaml" in err[0] and "refusing" in err[0]
     assert (cx / "pareto--fifo.yaml").read_text() == "name: mine\n"
+
+
+def test_counterexample_links_work_wherever_out_and_counterexamples_are(tmp_path):
+    """table.md links relative to its own folder; the report's README, one
+    folder up, rebases them -- with --out and --counterexamples far apart."""
+    import re
+
+    from hierfair.audit.write import spec_file_name
+
+    out, cx = tmp_path / "site" / "audit", tmp_path / "elsewhere" / "deep" / "cx"
+    assert main(["audit", "-n", "3", "--algorithms", "drf", "--properties",
+                 "share-guarantee", "--out", str(out), "--counterexamples", str(cx),
+                 "--jobs", "1"]) == 0
+    links = re.findall(r"\]\(([^)]+\.yaml)\)", (out / "table.md").read_text())
+    assert links and all((out / link).resolve().is_file() for link in links)
+    assert main(["report", str(out.parent)]) == 0
+    links = re.findall(r"\]\(([^)]+\.yaml)\)", (out.parent / "README.md").read_text())
+    assert links and all((out.parent / link).resolve().is_file() for link in links)
+    # a user's module:Class names a file any file system takes
+    assert spec_file_name("pareto", "my_policies:WRR") == "pareto--my_policies.WRR.yaml"
+    assert spec_file_name("pareto", "drf") == "pareto--drf.yaml"

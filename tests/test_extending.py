@@ -132,3 +132,20 @@ def test_list_shows_every_parameter_with_its_default(capsys):
                  "attribution: 'frozen' | 'literal' | 'blocked-fits' | 'literal-frozen' = "
                  "'literal-frozen'"):
         assert line in out, line
+
+
+def test_report_needs_only_the_results_folder_not_the_policys_code(my_policies, tmp_path):
+    """A user's policy ran with PYTHONPATH set; the report is made without it
+    (another shell, another machine): it reads what was saved, imports nothing."""
+    spec = tmp_path / "my-round-robin.yaml"
+    spec.write_text(blocks("yaml")[0])
+    out = tmp_path / "results"
+    assert main(["run", str(spec), "--out", str(out), "--jobs", "1"]) == 0
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(  # without the policy's folder
+        p for p in os.environ["PYTHONPATH"].split(os.pathsep) if p != str(my_policies)))
+    done = subprocess.run([sys.executable, "-m", "hierfair", "report", str(out)], env=env,
+                          cwd=out, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith(str(out / "index.html"))
+    page = (out / "index.html").read_text()
+    assert "wrr" in page and "drf" in page

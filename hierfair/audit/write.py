@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import math
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -63,7 +64,7 @@ def run_audit(out: Path, counterexamples: Path | None, instances: int, seed: int
     for name in OUTPUTS:  # the user's own files of these names: refused before the work
         manifest.check(name)
     if counterexamples is not None:  # refuse before the work, not after it
-        _check_not_theirs(counterexamples, [f"{prop}--{a}.yaml"
+        _check_not_theirs(counterexamples, [spec_file_name(prop, a)
                                             for prop in properties or PROPERTIES
                                             for a in algorithms or default_algorithms()])
     rows = audit(instances, seed, shape, algorithms, properties, jobs, progress)
@@ -75,9 +76,9 @@ def run_audit(out: Path, counterexamples: Path | None, instances: int, seed: int
     with manifest.writing("rows.parquet") as path:
         write_parquet(rows.drop(columns=["trace"]), path)
     manifest.write_text("summary.csv", summary.to_csv(index=False))
-    # linked from the report's README.md, one folder up from ``out``
+    # links relative to table.md's own folder (the report rebases them)
     manifest.write_text("table.md", table(summary, found, instances, seed, counterexamples,
-                                          out.parent))
+                                          out))
     return summary
 
 
@@ -117,6 +118,14 @@ def _shrink_property(prop: str, cells: list[tuple[str, int]], shape: Shape) -> l
 MARKER = "# A minimal counterexample written by `hierfair audit` (do not edit)."
 
 
+def spec_file_name(prop: str, algorithm: str) -> str:
+    """``<property>--<algorithm>.yaml``, safe on every file system: a user's
+    ``module:Class`` (a ':' is not allowed on Windows, a path on macOS' HFS)
+    becomes ``module.Class``; any other odd character ``_``."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", algorithm.replace(":", "."))
+    return f"{prop}--{safe}.yaml"
+
+
 def _check_not_theirs(folder: Path, names: list[str]) -> None:
     """Refuse, naming it, a file the audit would write over that it did not write."""
     for name in sorted(names):
@@ -127,7 +136,7 @@ def _check_not_theirs(folder: Path, names: list[str]) -> None:
 
 def _write_specs(folder: Path, found: list[Found]) -> list[Found]:
     folder.mkdir(parents=True, exist_ok=True)
-    _check_not_theirs(folder, [f"{f.prop}--{f.algorithm}.yaml" for f in found])
+    _check_not_theirs(folder, [spec_file_name(f.prop, f.algorithm) for f in found])
     kept = {}  # when each counterexample was first found: its history survives a rewrite
     for old in folder.glob("*.yaml"):  # only the audit's own files are rewritten or removed
         if written_by_us(old, MARKER):
@@ -138,7 +147,7 @@ def _write_specs(folder: Path, found: list[Found]) -> list[Found]:
         write_text(FOLDER_NOTE, readme)
     written = []
     for f in found:
-        f = replace(f, file=str(folder / f"{f.prop}--{f.algorithm}.yaml"))
+        f = replace(f, file=str(folder / spec_file_name(f.prop, f.algorithm)))
         write_text(spec_text(f, kept.get(Path(f.file).name)), Path(f.file))
         written.append(f)
     return written
@@ -178,7 +187,7 @@ def spec_text(f: Found, history: list[dict] | None = None) -> str:
                  f"tolerance {o.tol:.4g}" + _finer(o) + "."),
         "checks": [{"algorithm": f.algorithm, "property": f.prop, "below": _bound(o.tol)}],
     }
-    name = f"cx-{f.prop}--{f.algorithm}"
+    name = f"cx-{spec_file_name(f.prop, f.algorithm).removesuffix('.yaml')}"
     spec = f.instance.spec(name, [f.algorithm], running=p.running, claims=[claim],
                            description=f"{f.algorithm} violates {p.title}: {o.witness}")
     head = [MARKER,

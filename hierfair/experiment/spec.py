@@ -477,6 +477,19 @@ def load_spec(path: str | Path, data_dir: str | None = None,
         raise exc.with_file(str(path)) from None
 
 
+def load_saved(folder: str | Path) -> Experiment:
+    """The resolved spec a results folder keeps (``spec.yaml``), as the report
+    reads it: from what was saved alone -- no policy's code is imported (a
+    user's ``module:Class`` need not be importable where the report is made)
+    and no trace is read."""
+    path = Path(folder) / "spec.yaml"
+    try:
+        return build_experiment(read_yaml(path), source=str(path), check_workload=False,
+                                check_algorithms=False)
+    except SpecError as exc:
+        raise exc.with_file(str(path)) from None
+
+
 def _algorithm_problems(i: int, name: str, params: Any, cluster: Cluster | None,
                         ) -> list[SpecError]:
     """What is wrong with ``algorithms[i]`` (its name, params, or their fit to
@@ -510,8 +523,8 @@ def _raw_algorithm_problems(entries: Any) -> list[SpecError]:
 
 
 def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
-                     check_workload: bool = True, max_memory: float | None = None
-                     ) -> Experiment:
+                     check_workload: bool = True, max_memory: float | None = None,
+                     check_algorithms: bool = True) -> Experiment:
     """Validate a spec given as plain data (what ``yaml.safe_load`` returns).
 
     Sizes are checked before anything is built: a run that would not fit in
@@ -544,9 +557,10 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
     cluster, placement, headroom = (attempt(lambda: _build_cluster(spec.cluster))
                                     or (None, None, None))
     hierarchy = attempt(lambda: build_hierarchy(spec.hierarchy))
-    problems += [p for i, algo in enumerate(spec.algorithms)
-                 for p in _algorithm_problems(i, algo.name, algo.params, cluster)]
-    if headroom is not None and not problems:
+    if check_algorithms:  # imports each policy: not for a saved spec (load_saved)
+        problems += [p for i, algo in enumerate(spec.algorithms)
+                     for p in _algorithm_problems(i, algo.name, algo.params, cluster)]
+    if headroom is not None and not problems and check_algorithms:
         problems += _headroom_algorithm_problems(headroom, spec.algorithms)
     if cluster is not None and hierarchy is not None:
         attempt(lambda: validate_claims(spec.claims, [a.display for a in spec.algorithms],

@@ -31,7 +31,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter  # noqa:
 from hierfair.experiment.detail import detail_table  # noqa: E402
 from hierfair.experiment.manifest import Manifest  # noqa: E402
 from hierfair.experiment.results import atomic_path  # noqa: E402
-from hierfair.experiment.spec import load_spec  # noqa: E402
+from hierfair.experiment.spec import load_saved  # noqa: E402
 from hierfair.report.fmt import distinct, num, short_key  # noqa: E402
 
 #: Figures facet by grid point: beyond this many, evenly spaced ones are drawn
@@ -173,7 +173,7 @@ def grid_experiments(folder: Path, points: pd.Series) -> dict[int, object]:
     from hierfair.experiment.spec import build_experiment
     from hierfair.experiment.sweep import apply_grid_value
 
-    base = load_spec(folder / "spec.yaml", check_workload=False)
+    base = load_saved(folder)
     resolved = base.spec.model_dump(mode="json")
     grid = resolved.pop("grid", {}) or {}
     changes = [k for k in grid if not k.startswith(("algorithms[", "workload"))]
@@ -266,7 +266,7 @@ def curve_groups(leaves: pd.Series) -> pd.Series:
 
 def improvement_pairs(folder: Path) -> list[tuple[str, str, dict]]:
     """(A, B, where) for every response-time comparison the spec's claims make."""
-    exp = load_spec(folder / "spec.yaml", check_workload=False)
+    exp = load_saved(folder)
     pairs: list[tuple[str, str, dict]] = []
     for claim in exp.spec.claims:
         for check in claim.checks:
@@ -380,7 +380,7 @@ def _slope(x: pd.Series, y: pd.Series) -> float:
 
 
 def _fanout(folder: Path) -> int:
-    spec = load_spec(folder / "spec.yaml", check_workload=False).spec
+    spec = load_saved(folder).spec
     return int(spec.hierarchy.get("fanout", 2))
 
 

@@ -12,6 +12,8 @@ with figures (:mod:`hierfair.report.html`).
 
 from __future__ import annotations
 
+import posixpath
+import re
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,7 @@ from hierfair.errors import HierfairError
 from hierfair.experiment.claims import read_verdicts, verdict_word
 from hierfair.experiment.results import write_text, written_by_us
 from hierfair.experiment.workers import quiet_workers
-from hierfair.experiment.spec import load_spec
+from hierfair.experiment.spec import load_saved
 from hierfair.experiment.stats import mean_interval
 from hierfair.experiment.verdict import NAMES
 from hierfair.report import html
@@ -44,7 +46,7 @@ from hierfair.report.summary import (
 def section(folder: Path, figures: list[tuple[str, Path]] = (),
             verdicts: list[dict] | None = None) -> str:
     runs = pd.read_parquet(folder / "runs.parquet")
-    exp = load_spec(folder / "spec.yaml", check_workload=False)
+    exp = load_saved(folder)
     if verdicts is None:
         verdicts = with_conditions(read_verdicts(folder), exp)
     lines = [f"## {exp.spec.name}", "", exp.spec.description or "", ""]
@@ -243,6 +245,17 @@ def claims_table(verdicts: list[tuple[str, list[dict]]]) -> list[str]:
     return lines
 
 
+def _rebased(markdown: str, folder: str) -> str:
+    """The audit's table.md, whose links are relative to its own folder, as
+    text of the folder above it: each relative link gets ``folder/``."""
+    def link(m: re.Match[str]) -> str:
+        target = m.group(2)
+        if re.match(r"^([a-z]+:|/|#)", target):
+            return m.group(0)
+        return f"{m.group(1)}({posixpath.normpath(posixpath.join(folder, target))})"
+    return re.sub(r"(\[[^\]]*\])\(([^)\s]+)\)", link, markdown)
+
+
 def _md(text: str) -> str:
     """Text for a markdown table cell: one line, pipes escaped."""
     return " ".join(str(text).split()).replace("|", "\\|")
@@ -302,7 +315,7 @@ def write_report(root: Path, catalogue: Path | None = None) -> Path:
              "by hand. Latency columns are wall-clock nanoseconds on the machine that ran "
              "them.", "",
              "The same report with its figures in one page: [index.html](index.html).", ""]
-    specs = [load_spec(folder / "spec.yaml", check_workload=False) for folder in folders]
+    specs = [load_saved(folder) for folder in folders]
     verdicts = [(folder.name, with_conditions(read_verdicts(folder), exp))
                 for folder, exp in zip(folders, specs)]
     parts += summary_lines(verdicts)
@@ -311,7 +324,7 @@ def write_report(root: Path, catalogue: Path | None = None) -> Path:
         flat = [(name, v) for name, vs in verdicts for v in vs]
         parts += catalogue_table(read_catalogue(catalogue), flat, verdict_word, _measured)
     if audit.exists():
-        parts += [audit.read_text(), ""]
+        parts += [_rebased(audit.read_text(), audit.parent.name), ""]
     drawn = draw_all(folders, specs)
     pages = []
     tables = Progress("tables", len(folders))
@@ -323,7 +336,8 @@ def write_report(root: Path, catalogue: Path | None = None) -> Path:
         tables.step(folder.name)
     out = root / "README.md"
     write_text("\n".join(parts), out)
-    html.render(root, pages, audit.read_text() if audit.exists() else None,
+    html.render(root, pages,
+                _rebased(audit.read_text(), audit.parent.name) if audit.exists() else None,
                 f"hierfair report {root}")
     return out
 
