@@ -137,6 +137,13 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument("--max-runs", metavar="N", default=None, type=int,
                       help="refuse a spec of more runs (grid points x algorithms x seeds; "
                       "default: 10,000)")
+    runs.add_argument("-a", "--algorithms", metavar="A,B", default=None,
+                      help="only these algorithms (a spec entry's label or name, or any "
+                      "algorithm, e.g. drf,my_policies:Mine); the claims are left out")
+    runs.add_argument("--seeds", metavar="0-4", default=None,
+                      help="these seeds instead of the spec's (0-4 or 0,2,7)")
+    runs.add_argument("--set", metavar="PATH=VALUE", action="append", default=None,
+                      help="set one field of the spec (workload.jobs=200; repeatable)")
 
     v = sub.add_parser("validate", parents=[data_dir, runs],
                        help="check specs exactly as run would; exit 2 naming the problem")
@@ -236,17 +243,21 @@ def _plans(args: argparse.Namespace) -> list:
     from hierfair.experiment.spec import read_yaml
     from hierfair.experiment.sweep import plan
 
+    from hierfair.experiment import overrides as cli_overrides
     from hierfair.experiment.limits import MAX_RUNS
 
     if args.max_runs is not None and args.max_runs < 1:
         raise SpecError("must be at least 1", where="--max-runs", value=args.max_runs)
+    changes = cli_overrides.parse(args.algorithms, args.seeds, args.set)
     plans, problems = [], []
     for path in args.specs:
         try:  # every spec is checked: all their problems are reported at once
-            data = read_yaml(path)
+            data, notes = cli_overrides.apply(read_yaml(path), changes)
+            for note in notes:
+                print(f"hierfair: note: {path}: {note}", file=sys.stderr)
             planned = plan(data, source=path, data_dir=args.data_dir,
                            max_memory=args.max_memory, max_runs=args.max_runs or MAX_RUNS,
-                           progress=_Checking(path))
+                           progress=_Checking(path), overrides=changes.record())
         except SpecError as exc:
             problems.append(exc.with_file(path))
             continue

@@ -98,6 +98,8 @@ class PlannedRun:
     key: str
     #: Digest of the input the plan saw (trace contents, or the fallback).
     input_id: str = ""
+    #: What the command line changed (hierfair.experiment.overrides), or "".
+    overrides: str = ""
 
     @property
     def label(self) -> str:
@@ -114,6 +116,8 @@ class Plan:
     notes: tuple[str, ...] = ()
     #: what is probably a mistake but runs (a resource no job asks for)
     warnings: tuple[str, ...] = ()
+    #: what the command line changed, recorded in every run's row
+    overrides: str = ""
 
 
 # -- planning --------------------------------------------------------------
@@ -183,7 +187,7 @@ def run_seed(base_seed: int, grid: Mapping[str, Any]) -> int:
 def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
          max_memory: float | None = None, seeds: Sequence[int] | None = None,
          max_runs: int | None = None,
-         progress: Callable[[int, int], None] | None = None) -> Plan:
+         progress: Callable[[int, int], None] | None = None, overrides: str = "") -> Plan:
     """Validate the spec and every grid point exactly as a run will see them
     (workloads built, traces read, sizes checked); list the runs in a fixed order.
     ``seeds`` replaces the spec's base seeds (an adaptive range's later rounds).
@@ -246,10 +250,11 @@ def plan(data: Mapping[str, Any], source: str = "", data_dir: str | None = None,
                 run_id = f"{AlgorithmSpec.model_validate(algo).display}-s{seed}-{key[:8]}"
                 runs.append(PlannedRun(index=len(runs), run_id=run_id, algorithm=algo,
                                        grid_point=g, grid=mine, base_seed=seed, seed=rseed,
-                                       spec_data=spec_data, key=key, input_id=inputs))
+                                       spec_data=spec_data, key=key, input_id=inputs,
+                                       overrides=overrides))
     if problems:
         raise SpecError.combine(problems)
-    return Plan(base, runs, tuple(notes), tuple(warned))
+    return Plan(base, runs, tuple(notes), tuple(warned), overrides)
 
 
 def _check_run_count(base: Experiment, grid: Mapping[str, list], seeds: Sequence[int] | None,
@@ -402,7 +407,8 @@ def _identity(run: PlannedRun) -> dict[str, Any]:
            "spec_hash": run.key[:16], "algorithm": run.algorithm["name"], "label": run.label,
            "params": json.dumps(run.algorithm.get("params") or {}, sort_keys=True),
            "seed": run.base_seed, "run_seed": run.seed, "grid_point": run.grid_point,
-           "hierfair_version": __version__, "git_commit": _git_commit()}
+           "overrides": run.overrides, "hierfair_version": __version__,
+           "git_commit": _git_commit()}
     out.update({k: json.dumps(v) if isinstance(v, dict | list) else v
                 for k, v in run.grid.items()})
     # each parameter its own column (the JSON above is the exact identity)
@@ -526,7 +532,7 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
         if more is None:
             break
         planned = plan(data, source, data_dir, max_memory, seeds=seeds.first(more),
-                       max_runs=max_runs)
+                       max_runs=max_runs, overrides=planned.overrides)
     if verdicts:
         manifest.write_text("claims.json", verdicts_json(verdicts))
     else:  # an old file would show verdicts the spec no longer asks for
@@ -629,7 +635,7 @@ def execute_all(runs: Sequence[PlannedRun], folder: str, source: str, data_dir: 
 
 
 _FIRST = ("run", "run_index", "spec", "spec_hash", "algorithm", "label", "params", "seed",
-          "run_seed", "grid_point")
+          "run_seed", "grid_point", "overrides")
 _STATUS = ("status", "error", "traceback", "warnings", "workload_source", "input_id", "input_fallback",
            "input_skipped_lines")
 _LAST = ("hierfair_version", "code_version", "git_commit", "host", "started_at", "finished_at",
