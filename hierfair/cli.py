@@ -200,6 +200,11 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--json", action="store_true", help="machine-readable output")
     a.set_defaults(func=_allocate)
 
+    ch = sub.add_parser("check", help="put a policy through the contract every policy "
+                        "keeps (docs/extending.md); exit 1 if it breaks it")
+    ch.add_argument("algorithm", metavar="NAME", help="drf, or your own module:Class")
+    ch.set_defaults(func=_check)
+
     sc = sub.add_parser("schema", help="print the JSON Schema of the spec format (for "
                         "editor completion; docs/spec.md)")
     sc.set_defaults(func=_schema)
@@ -488,6 +493,20 @@ def _allocate(args: argparse.Namespace) -> int:
     else:
         print(format_table(result, exp.hierarchy.depth))
     return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from hierfair.experiment.contract import check_policy
+
+    outcomes = check_policy(args.algorithm)
+    width = max(len(o.check) for o in outcomes)
+    for o in outcomes:
+        detail = f"  {o.detail}" if o.detail else ""
+        print(f"{o.status:<6} {o.check:<{width}}{detail}")
+    failed = sum(o.status == "failed" for o in outcomes)
+    print(f"{args.algorithm}: {len(outcomes) - failed} of {len(outcomes)} checks passed"
+          + (f"; {failed} failed" if failed else ""), file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _schema(args: argparse.Namespace) -> int:

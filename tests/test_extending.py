@@ -149,3 +149,8 @@ def test_report_needs_only_the_results_folder_not_the_policys_code(my_policies, 
     assert done.stdout.splitlines()[0].startswith(str(out / "index.html"))
     page = (out / "index.html").read_text()
     assert "wrr" in page and "drf" in page
+
+
+def test_the_documented_policy_passes_hierfair_check(my_policies, capsys):
+    assert main(["check", "my_policies:WeightedRoundRobin"]) == 0
+    assert "checks passed" in capsys.readouterr().err

@@ -1,0 +1,62 @@
+"""Issue 27: the contract every policy and every dataset kind keeps, run over
+each registered algorithm and each sized kind (hierfair.experiment.contract),
+and on a user's own policy through ``hierfair check``."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from hierfair.algorithms import available
+from hierfair.cli import main
+from hierfair.experiment.contract import check_kind, check_policy, sized_kinds
+
+
+@pytest.mark.parametrize("name", list(available()))
+def test_every_algorithm_keeps_the_policy_contract(name):
+    outcomes = check_policy(name)
+    failed = [o for o in outcomes if o.status == "failed"]
+    assert not failed, failed
+    ran = [o for o in outcomes if o.check.startswith("runs on") and o.status == "ok"]
+    assert ran, f"{name} ran on none of the contract's specs: {outcomes}"
+
+
+@pytest.mark.parametrize("section,name", list(sized_kinds()))
+def test_every_sized_dataset_kind_builds_to_its_declared_size(section, name):
+    outcome = check_kind(section, name)
+    assert outcome.status == "ok", outcome
+
+
+BROKEN = '''
+from typing import ClassVar
+
+from hierfair.sim.policy import LeafPriorityPolicy
+
+
+class Lazy(LeafPriorityPolicy):
+    """Schedules nothing after t=5: never finishes its work."""
+
+    name: ClassVar[str] = "lazy"
+
+    def select(self):
+        return None if self.state.now >= 5 else super().select()
+
+    def key(self, leaf):
+        return float(leaf)
+'''
+
+
+def test_check_passes_a_good_policy_and_names_what_a_bad_one_breaks(tmp_path, capsys,
+                                                                   monkeypatch):
+    (tmp_path / "lazy_policy.py").write_text(BROKEN)
+    monkeypatch.delitem(sys.modules, "lazy_policy", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["check", "drf"]) == 0
+    assert "drf: 9 of 9 checks passed" in capsys.readouterr().err
+    assert main(["check", "lazy_policy:Lazy"]) == 1
+    out, err = capsys.readouterr()
+    assert "failed finishes every task on one server, two leaves" in out
+    assert "lazy_policy:Lazy:" in err and "failed" in err
+    assert main(["check", "nosuch"]) == 1
+    assert "failed loads" in capsys.readouterr().out
