@@ -370,7 +370,7 @@ class Experiment:
                          interruptions=Interruptions(self.spec.preemption.mode,
                                                      self.spec.preemption.overhead),
                          faults=Faults(outages, f.mtbf, f.repair, f.task_failure, seed),
-                         record_allocations="allocations" in self.spec.tables)
+                         record_allocations="allocations" in self.spec.tables, seed=seed)
 
     def headroom_vector(self, workload: Workload) -> np.ndarray:
         """``cluster.headroom``'s vector for ``workload`` (its size resolved:

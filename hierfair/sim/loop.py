@@ -32,6 +32,9 @@ import numpy as np
 
 from hierfair.errors import PolicyError
 from hierfair.sim.events import ARRIVAL, DOWN, FINISH, TASK_FAIL, UP, Event, Faults
+
+#: Spawn key of the policy's random stream (SchedulerState.rng).
+_POLICY_STREAM = 0x9011C7
 from hierfair.sim.ledger import FINISHED, PENDING, RUNNING, Ledger
 from hierfair.sim.model import Cluster, Hierarchy, Job, Workload, shown
 from hierfair.sim.placement import Index, Placement, ServerIndex
@@ -71,7 +74,8 @@ class Simulator(PolicyView):
     def __init__(self, cluster: Cluster, hierarchy: Hierarchy, workload: Workload,
                  policy: BasePolicy, placement: Placement = "first-fit",
                  deadline: float | None = None, interruptions: Interruptions | None = None,
-                 faults: Faults | None = None, record_allocations: bool = True) -> None:
+                 faults: Faults | None = None, record_allocations: bool = True,
+                 seed: int = 0) -> None:
         self.cluster = cluster
         self.hierarchy = hierarchy
         self.workload = workload
@@ -108,6 +112,9 @@ class Simulator(PolicyView):
         self.pending = self._ledger.pending.__getitem__  # type: ignore[method-assign]
         self.alloc_row = self._usage.rows.__getitem__  # type: ignore[method-assign]
         self.fits = self._index.fits  # type: ignore[method-assign]
+        #: The policy's own random numbers, from the run's seed (a stream of
+        #: their own: drawing them changes no workload or fault).
+        self.rng = np.random.default_rng([seed, _POLICY_STREAM])
         policy.attach(self)
 
     # -- running -------------------------------------------------------------

@@ -33,6 +33,10 @@ class SchedulerState(Protocol):
     alloc: np.ndarray
     #: Running tasks per node (internal nodes: sum over the subtree).
     running: np.ndarray
+    #: The policy's own random generator, seeded from the run's seed: a
+    #: policy that draws from it gives the same schedule for the same seed
+    #: (and needs no ``seed`` parameter of its own).
+    rng: np.random.Generator
 
     def alloc_row(self, node: int) -> list[float]:
         """``alloc[node]`` as plain floats, for per-node arithmetic in Python
