@@ -58,6 +58,17 @@ def test_check_passes_a_good_policy_and_names_what_a_bad_one_breaks(tmp_path, ca
     out, err = capsys.readouterr()
     assert "failed finishes every task on one server, two leaves" in out
     assert "lazy_policy:Lazy:" in err and "failed" in err
+    (tmp_path / "picky_policy.py").write_text(
+        "from hierfair.errors import SpecError\n"
+        "from hierfair.sim.policy import LeafPriorityPolicy\n\n\n"
+        "class Picky(LeafPriorityPolicy):\n"
+        "    name = 'picky'\n\n"
+        "    @classmethod\n"
+        "    def check(cls, params, cluster):\n"
+        "        raise SpecError('runs on no cluster', where='algorithm')\n")
+    monkeypatch.delitem(sys.modules, "picky_policy", raising=False)
+    assert main(["check", "picky_policy:Picky"]) == 1  # declined everything: nothing checked
+    assert "failed runs on a contract spec" in capsys.readouterr().out
     assert main(["check", "nosuch"]) == 1
     assert "failed loads" in capsys.readouterr().out
 

@@ -136,9 +136,12 @@ def test_list_shows_every_parameter_with_its_default(capsys):
 
 def test_report_needs_only_the_results_folder_not_the_policys_code(my_policies, tmp_path):
     """A user's policy ran with PYTHONPATH set; the report is made without it
-    (another shell, another machine): it reads what was saved, imports nothing."""
+    (another shell, another machine): it reads what was saved, imports nothing
+    -- with a grid over the cluster too (each grid point's figures)."""
     spec = tmp_path / "my-round-robin.yaml"
-    spec.write_text(blocks("yaml")[0])
+    data = yaml.safe_load(blocks("yaml")[0])
+    data["grid"] = {"cluster.servers[0].capacity.cpu": [9, 12]}
+    spec.write_text(yaml.safe_dump(data))
     out = tmp_path / "results"
     assert main(["run", str(spec), "--out", str(out), "--jobs", "1"]) == 0
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(  # without the policy's folder

@@ -269,7 +269,8 @@ def test_an_error_inside_a_run_is_printed_once(tmp_path, capsys, broken_fifo):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["run", "SPEC", "--out", "OUT", "--jobs", "100000000000"], "--jobs: must be from 0 (this process) to"),
+    (["run", "SPEC", "--out", "OUT", "--jobs", "100000000000"],
+     "--jobs: must be from 0 (this process) to"),
     (["run", "SPEC", "--out", "OUT", "--timeout", "nan"], "--timeout: must be a number"),
     (["run", "SPEC", "--out", "OUT", "--timeout", "1e300"], "--timeout: must be a number"),
     (["allocate", "SPEC", "-a", "drf", "--seed", "-5"], "--seed: must be from 0 to"),

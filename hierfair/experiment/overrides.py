@@ -2,12 +2,14 @@
 
     hierfair run SPEC -a drf,my_policies:Mine --seeds 0-4 --set workload.jobs=200
 
-``-a`` keeps the named algorithms (an entry of the spec by its label or name,
-with its params; any other name as a new entry); ``--seeds`` replaces the
-seeds; ``--set PATH=VALUE`` sets one field (the grid's path syntax, the value
-read as YAML).  What was overridden is recorded in every run's row
-(runs.parquet ``overrides``), and a changed field changes the runs' cache
-keys, so a cached result always knows what it ran.
+``-a`` keeps the named algorithms (an entry of the spec by its label, name
+or class name, with its params and the grid keys that sweep it; any other
+name as a new entry); ``--seeds`` replaces the seeds; ``--set PATH=VALUE``
+sets one field written in the spec, or a new key of a mapping written in it
+(the grid's path syntax, the value read as YAML; a field the grid sweeps is
+refused).  A changed field changes the runs' cache keys, so a cached result
+is one of the same spec; runs.parquet's ``overrides`` records what the
+command that wrote it changed, on every row.
 """
 
 from __future__ import annotations
@@ -60,10 +62,11 @@ def _seeds(text: str) -> tuple[int, ...]:
         m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
         if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
             raise SpecError("seeds as 0-4 or 0,2,7", where="--seeds", value=text)
-        out += range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1)
-        if len(out) > MAX_ADAPTIVE_SEEDS or out[-1] > MAX_SEED:
+        low, high = int(m.group(1)), int(m.group(2) or m.group(1))
+        if len(out) + high - low + 1 > MAX_ADAPTIVE_SEEDS or high > MAX_SEED:  # before building
             raise SpecError(f"at most {MAX_ADAPTIVE_SEEDS} seeds, each at most {MAX_SEED}",
                             where="--seeds", value=text)
+        out += range(low, high + 1)
     return tuple(dict.fromkeys(out))
 
 
@@ -88,23 +91,57 @@ def _new(name: str) -> dict[str, Any]:
     return {"name": name}
 
 
+def _keep_algorithms(data: dict[str, Any], names: tuple[str, ...]) -> list[str]:
+    """``data['algorithms']`` narrowed to ``names`` (an entry by its label,
+    else its name, else its class name), the grid's ``algorithms[i]`` keys
+    following their entry; notes for what was left out."""
+    entries = [{"name": a} if isinstance(a, str) else a
+               for a in data.get("algorithms") or [] if isinstance(a, str | dict)]
+
+    def index(name: str) -> int | None:
+        for field in ("label", "name"):
+            for i, e in enumerate(entries):
+                if e.get(field) == name:
+                    return i
+        return next((i for i, e in enumerate(entries)
+                     if str(e.get("name", "")).rpartition(":")[2] == name), None)
+
+    found = [index(name) for name in names]
+    data["algorithms"] = [entries[i] if i is not None else _new(name)
+                          for i, name in zip(found, names, strict=True)]
+    notes = []
+    grid = data.get("grid")
+    if isinstance(grid, dict):
+        moved: dict[str, Any] = {}
+        for key, values in grid.items():
+            m = re.match(r"algorithms\[(\d+)\](.*)", str(key))
+            if not m:
+                moved[key] = values
+            elif int(m.group(1)) in found:
+                moved[f"algorithms[{found.index(int(m.group(1)))}]{m.group(2)}"] = values
+            else:
+                notes.append(f"-a: grid.{key} sweeps an algorithm left out; left out")
+        data["grid"] = moved
+    if data.pop("claims", None):
+        notes.append("-a: the spec's claims are checked only when all its algorithms run; "
+                     "left out")
+    return notes
+
+
 def apply(data: Any, overrides: Overrides) -> tuple[Any, list[str]]:
     """The spec data with the overrides applied, and notes for the user."""
     if not overrides or not isinstance(data, dict):
         return data, []
     data, notes = copy.deepcopy(data), []
     if overrides.algorithms:
-        entries = [{"name": a} if isinstance(a, str) else a
-                   for a in data.get("algorithms") or [] if isinstance(a, str | dict)]
-        data["algorithms"] = [next((e for e in entries if name in (e.get("label"),
-                                                                   e.get("name"))),
-                                   None) or _new(name) for name in overrides.algorithms]
-        if data.pop("claims", None):
-            notes.append("-a: the spec's claims are checked only when all its algorithms "
-                         "run; left out")
+        notes += _keep_algorithms(data, overrides.algorithms)
     if overrides.seeds:
         data["seeds"] = list(overrides.seeds)
+    grid = data.get("grid") if isinstance(data.get("grid"), dict) else {}
     for path, value in overrides.sets:
+        if path in grid:  # the grid would set it again at every point
+            raise SpecError("the spec's grid sets this field; change the grid's values",
+                            where=f"--set {path}", value=value)
         try:
             apply_grid_value(data, path, value)
         except SpecError as exc:

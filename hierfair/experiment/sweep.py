@@ -390,13 +390,13 @@ def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
             write_parquet(getattr(result, table), run_dir / f"{table}.parquet")
     except RunTimeout:
         row.update(status="timeout", error=f"exceeded the {timeout:g} s timeout")
-    except Livelock as exc:
+    except HierfairError as exc:  # the input, found at run time: its line says it all
         row.update(status="failed", error=str(exc))
-    except HierfairError as exc:
-        row.update(status="failed", error=str(exc))
-    except Exception as exc:  # a bug in a policy must not sink the sweep: kept to debug
-        row.update(status="failed", error=f"{type(exc).__name__}: {exc}",
-                   traceback=traceback.format_exc())
+    except Exception as exc:  # a bug, a PolicyError, a Livelock: kept to debug
+        if isinstance(exc, Livelock):
+            row.update(error=str(exc))
+        row.update(status="failed", traceback=traceback.format_exc(),
+                   error=row["error"] or f"{type(exc).__name__}: {exc}")
         write_text(row["traceback"], run_dir / TRACEBACK)
         return exc
     return None
@@ -563,8 +563,9 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
         row = None if force else cached_row(run, folder)
         if row is None:
             todo.append(run)
-        else:  # its place in this plan (an adaptive sweep's later plans insert seeds)
-            rows[run.run_id] = {**row, "run_index": run.index}
+        else:  # its place in this plan (an adaptive sweep's later plans insert seeds),
+            # and what this command changed (the row is this command's)
+            rows[run.run_id] = {**row, "run_index": run.index, "overrides": run.overrides}
     done = len(rows)
     if progress:
         progress(done, len(runs), None)
@@ -592,7 +593,7 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
                     done += 1
                     if progress:
                         progress(done, len(runs), row)
-                    if fail_fast and row["status"] == "failed":
+                    if fail_fast and row["status"] != "ok":
                         _write_runs(rows, manifest)
                         raise RunFailed(row, folder / "runs" / row["run"] / TRACEBACK)
                 if batch.due(len(group_rows), len(rows)):
@@ -636,8 +637,8 @@ def execute_all(runs: Sequence[PlannedRun], folder: str, source: str, data_dir: 
 
 _FIRST = ("run", "run_index", "spec", "spec_hash", "algorithm", "label", "params", "seed",
           "run_seed", "grid_point", "overrides")
-_STATUS = ("status", "error", "traceback", "warnings", "workload_source", "input_id", "input_fallback",
-           "input_skipped_lines")
+_STATUS = ("status", "error", "traceback", "warnings", "workload_source", "input_id",
+           "input_fallback", "input_skipped_lines")
 _LAST = ("hierfair_version", "code_version", "git_commit", "host", "started_at", "finished_at",
          "wall_seconds")
 

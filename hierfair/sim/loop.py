@@ -32,9 +32,6 @@ import numpy as np
 
 from hierfair.errors import PolicyError
 from hierfair.sim.events import ARRIVAL, DOWN, FINISH, TASK_FAIL, UP, Event, Faults
-
-#: Spawn key of the policy's random stream (SchedulerState.rng).
-_POLICY_STREAM = 0x9011C7
 from hierfair.sim.ledger import FINISHED, PENDING, RUNNING, Ledger
 from hierfair.sim.model import Cluster, Hierarchy, Job, Workload, shown
 from hierfair.sim.placement import Index, Placement, ServerIndex
@@ -47,6 +44,11 @@ from hierfair.sim.view import PolicyView
 
 class RunTimeout(Exception):
     """The run passed its wall-clock deadline (``Simulator(deadline=...)``)."""
+
+
+#: Spawn key of the policy's random stream (SchedulerState.rng): a spawn key,
+#: not more entropy, so that no seed list of the faults' draws gives its stream.
+_POLICY_STREAM = 0x9011C7
 
 
 class Livelock(RuntimeError):
@@ -114,7 +116,8 @@ class Simulator(PolicyView):
         self.fits = self._index.fits  # type: ignore[method-assign]
         #: The policy's own random numbers, from the run's seed (a stream of
         #: their own: drawing them changes no workload or fault).
-        self.rng = np.random.default_rng([seed, _POLICY_STREAM])
+        self.rng = np.random.default_rng(np.random.SeedSequence(seed,
+                                                                spawn_key=(_POLICY_STREAM,)))
         policy.attach(self)
 
     # -- running -------------------------------------------------------------
