@@ -15,13 +15,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 import pandas as pd
-from joblib import Parallel, delayed
+from joblib import delayed
 
 from hierfair.algorithms import ALGORITHMS
 from hierfair.audit.instance import DEFAULT_SHAPE, Instance, Shape, draw, size, smaller
 from hierfair.audit.probe import Probe
 from hierfair.audit.properties import PROPERTIES, Outcome, Property
 from hierfair.experiment.spec import Experiment, build_experiment
+from hierfair.experiment.workers import parallel
 
 #: slots-k needs its k; 4 slots per server as in H-DRF §5.3.1's smallest.
 SLOTS = "slots-4"
@@ -112,8 +113,7 @@ def audit(instances: int, seed: int = 0, shape: Shape = DEFAULT_SHAPE,
     seeds = range(seed, seed + instances)
     work = (delayed(audit_instance)(draw(s, shape), algorithms, properties) for s in seeds)
     rows: list[dict] = []
-    runner = Parallel(n_jobs=jobs, return_as="generator")
-    for k, chunk in enumerate(runner(work), start=1):
+    for k, chunk in enumerate(parallel(jobs, work), start=1):
         rows.extend(chunk)
         if progress and (k == instances or k % max(1, instances // 10) == 0):
             progress(f"audit: {k}/{instances} instances")

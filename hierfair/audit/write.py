@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from joblib import Parallel, delayed
+from joblib import delayed
 
 from hierfair.audit.instance import DEFAULT_SHAPE, Instance, Shape, draw
 from hierfair.audit.properties import PROPERTIES, Outcome
@@ -34,6 +34,7 @@ from hierfair.audit.runner import (
 from hierfair.errors import HierfairError
 from hierfair.experiment.manifest import Manifest
 from hierfair.experiment.results import write_parquet, write_text, written_by_us
+from hierfair.experiment.workers import parallel
 
 FOLDER_NOTE = ("Written by `hierfair audit` (`make reproduce`); regenerated on every run, "
                "do not edit by hand.  Each spec is a minimal instance on which one algorithm "
@@ -98,7 +99,7 @@ def _shrink_all(rows: pd.DataFrame, shape: Shape, jobs: int,
     for algorithm, prop, origin in todo:
         by_prop.setdefault(prop, []).append((algorithm, origin))
     work = (delayed(_shrink_property)(prop, cells_, shape) for prop, cells_ in by_prop.items())
-    found = [f for chunk in Parallel(n_jobs=jobs)(work) for f in chunk]
+    found = [f for chunk in parallel(jobs, work) for f in chunk]
     return sorted(found, key=lambda f: (f.prop, f.algorithm))
 
 

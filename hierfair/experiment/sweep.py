@@ -74,7 +74,7 @@ from hierfair.experiment.results import (
 )
 from hierfair.experiment.limits import MAX_RUNS
 from hierfair.experiment.spec import AlgorithmSpec, SeedRange, Experiment, build_experiment
-from hierfair.experiment.workers import quiet_workers
+from hierfair.experiment.workers import parallel, quiet_workers
 from hierfair.sim import Livelock, RunTimeout
 from hierfair.sim.model import Workload
 
@@ -583,10 +583,9 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
                 results: Any = (execute_all(g, str(folder), source, data_dir, timeout, debug)
                                 for g in groups)
             else:
-                results = joblib.Parallel(n_jobs=1 if jobs == 1 else n_jobs,
-                                          return_as="generator_unordered")(
+                results = parallel(1 if jobs == 1 else n_jobs, (
                     joblib.delayed(execute_all)(g, str(folder), source, data_dir, timeout)
-                    for g in groups)
+                    for g in groups), unordered=True)
             for group_rows in results:
                 for row in group_rows:
                     rows[row["run"]] = row

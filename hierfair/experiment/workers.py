@@ -5,17 +5,17 @@ A terminal sends SIGINT to every process of the job.  The command handles it
 would print a traceback of its own -- from inside whatever it was doing,
 even importing its libraries at start-up.  So joblib's loky workers are
 started with SIGINT ignored, a disposition a new process inherits from the
-moment it exists, and keep ignoring it (the initializer, for a worker loky
-starts again later).
+moment it exists (:func:`parallel`), and keep ignoring it (the initializer,
+for a worker loky starts again later).
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 def ignore_interrupts() -> None:
@@ -25,16 +25,28 @@ def ignore_interrupts() -> None:
 
 @contextmanager
 def quiet_workers(n_jobs: int) -> Iterator[None]:
-    """joblib's loky backend for ``n_jobs`` workers, started (now, and so
-    reused by every Parallel inside) with Ctrl-C ignored."""
+    """joblib's loky backend whose workers ignore Ctrl-C (the initializer,
+    for a worker loky starts again later); start them with :func:`parallel`."""
     import joblib
 
     with joblib.parallel_config(backend="loky", initializer=ignore_interrupts):
-        if n_jobs != 1 and threading.current_thread() is threading.main_thread():
-            before = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            try:
-                joblib.Parallel(n_jobs=n_jobs)(joblib.delayed(os.getpid)()
-                                               for _ in range(joblib.cpu_count()))
-            finally:
-                signal.signal(signal.SIGINT, before)
         yield
+
+
+def parallel(n_jobs: int, tasks: Iterable[Any], unordered: bool = False) -> Iterator[Any]:
+    """``joblib.Parallel`` over ``tasks``, as a generator of results; the
+    workers it starts inherit Ctrl-C ignored, from the moment they exist
+    (the parent ignores it only while the call starts them).  No task runs
+    first to warm them: loky measures a worker's memory after its first task
+    and restarts it past 300 MB more, which a trivial first task would make
+    every real one do."""
+    import joblib
+
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        return joblib.Parallel(n_jobs=n_jobs, return_as="generator_unordered" if unordered
+                               else "generator")(tasks)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, before)

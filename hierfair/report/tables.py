@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
+from joblib import delayed
 
 from hierfair.errors import HierfairError
 from hierfair.experiment.claims import read_verdicts, verdict_word
 from hierfair.experiment.results import write_text, written_by_us
-from hierfair.experiment.workers import quiet_workers
+from hierfair.experiment.workers import parallel, quiet_workers
 from hierfair.experiment.spec import load_saved
 from hierfair.experiment.stats import mean_interval
 from hierfair.experiment.verdict import NAMES
@@ -348,9 +348,9 @@ def draw_all(folders: list[Path], specs: list) -> list[list[tuple[str, Path]]]:
     progress = Progress("figures", len(folders))
     drawn: list[list[tuple[str, Path]]] = [[] for _ in folders]
     with quiet_workers(-1):
-        jobs = Parallel(n_jobs=-1, return_as="generator_unordered")(
-            delayed(_draw)(i, folder, exp.spec.report.figures)
-            for i, (folder, exp) in enumerate(zip(folders, specs)))
+        jobs = parallel(-1, (delayed(_draw)(i, folder, exp.spec.report.figures)
+                             for i, (folder, exp) in enumerate(zip(folders, specs))),
+                        unordered=True)
         for i, figures in jobs:
             drawn[i] = figures
             progress.step(folders[i].name)
