@@ -544,7 +544,7 @@ def _audit(args: argparse.Namespace) -> int:
         writable_folder(Path(args.counterexamples), "--counterexamples")
     from hierfair.experiment.workers import quiet_workers
 
-    with quiet_workers(args.jobs):
+    with quiet_workers():
         summary = run_audit(Path(args.out), Path(args.counterexamples) if args.counterexamples
                             else None, args.instances, args.seed, shape, args.algorithms,
                             args.properties, args.jobs,

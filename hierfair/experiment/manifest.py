@@ -38,9 +38,12 @@ _TOOL = "hierfair"
 #: The hash of a file being written: listed before its bytes land, so that an
 #: interruption between the two leaves a file hierfair may write again.
 PENDING = "writing"
-#: Top-level files a results folder of an older version may hold (adopted).
-_LEGACY = ("spec.yaml", "runs.parquet", "claims.json")
+#: What an older version may have written at a results folder's top, beside
+#: SWEEP_FILES: assembled tables and figures (adopted).
 _LEGACY_SUFFIXES = (".png", ".parquet")
+#: What a run's own folder holds besides its tables: hierfair writes these
+#: names there and nothing else.
+SUMMARY, TRACEBACK = "summary.json", "traceback.txt"
 #: The first line of the audit's table.md (an older audit folder is adopted by it).
 AUDIT_MARK = "## Fairness properties (audit)"
 
@@ -185,14 +188,27 @@ class Manifest:
         if len(self.runs) != before:
             self.save()
 
-    def owns_run(self, run_id: str) -> bool:
-        return run_id in self.runs
-
     def save(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         data = {"tool": _TOOL, "kind": self.kind, "spec_file": self.spec_file,
                 "files": dict(sorted(self.files.items())), "runs": sorted(self.runs)}
         write_text(json.dumps(data, indent=1) + "\n", self.folder / MANIFEST)
+
+
+def clear_run(run_dir: Path, tables: Iterable[str]) -> None:
+    """Remove what an earlier attempt of a run left in its folder, before the
+    run is written again: its summary first (until the new one is written the
+    folder holds no complete result), then its traceback and ``tables``.
+
+    Only these names, which hierfair alone writes there, in a run folder the
+    parent listed in the manifest (:meth:`Manifest.check_runs`,
+    :meth:`Manifest.add_runs`) before any worker started; a folder that is a
+    link is refused, and a file that is a link is removed as a link (the file
+    it points to is left alone)."""
+    if run_dir.is_symlink():
+        raise SpecError(f"{run_dir}: a symbolic link; refusing to write through it")
+    for name in (SUMMARY, TRACEBACK, *(f"{t}.parquet" for t in tables)):
+        (run_dir / name).unlink(missing_ok=True)
 
 
 def _adopt(folder: Path, kind: str) -> dict[str, str]:
@@ -202,7 +218,7 @@ def _adopt(folder: Path, kind: str) -> dict[str, str]:
     names: tuple[str, ...] = ()
     if kind == "results" and _resolved_spec_of(folder):
         names = tuple(p.name for p in folder.iterdir() if p.is_file() and (
-            p.name in _LEGACY or p.suffix in _LEGACY_SUFFIXES))
+            p.name in SWEEP_FILES or p.suffix in _LEGACY_SUFFIXES))
     elif kind == "audit" and written_by_us(folder / "table.md", AUDIT_MARK):
         names = ("table.md", "summary.csv", "rows.parquet")
     return {n: file_digest(folder / n) for n in sorted(names) if (folder / n).is_file()}

@@ -65,7 +65,14 @@ from hierfair.experiment.detail import (
     identity_columns,
     legacy_tables,
 )
-from hierfair.experiment.manifest import Manifest, file_digest, relative_source
+from hierfair.experiment.manifest import (
+    SUMMARY,
+    TRACEBACK,
+    Manifest,
+    clear_run,
+    file_digest,
+    relative_source,
+)
 from hierfair.experiment.results import (
     remove_stale_temporaries,
     summarize,
@@ -338,13 +345,8 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
     t0 = time.perf_counter()
     row: dict[str, Any] = {"status": "ok", "error": "", "traceback": "", "warnings": ""}
     run_dir = Path(folder) / "runs" / run.run_id
-    # a rerun's old summary goes first: until the new one is written, the
-    # run's folder holds no complete result (never old summary, new tables);
-    # then its old tables (a run that now fails must not list them as its own)
-    (run_dir / "summary.json").unlink(missing_ok=True)
-    for table in DETAIL_TABLES:
-        (run_dir / f"{table}.parquet").unlink(missing_ok=True)
-    (run_dir / TRACEBACK).unlink(missing_ok=True)
+    # never an old summary beside new tables, nor old tables beside a failure
+    clear_run(run_dir, DETAIL_TABLES)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         bug = _simulate(run, row, run_dir, source, data_dir, timeout)
@@ -358,14 +360,10 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
     files = {f"{t}.parquet": file_digest(run_dir / f"{t}.parquet")
              for t in run.spec_data["tables"] if (run_dir / f"{t}.parquet").exists()}
     write_text(json.dumps({"key": run.key, "row": row, "files": files}, sort_keys=True,
-                          default=float), run_dir / "summary.json")
+                          default=float), run_dir / SUMMARY)
     if bug is not None and reraise:
         raise bug
     return row
-
-
-#: The file beside a failed run's tables that keeps its traceback.
-TRACEBACK = "traceback.txt"
 
 
 def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
@@ -433,7 +431,7 @@ def _git_commit() -> str:
 def cached_row(run: PlannedRun, folder: Path) -> dict[str, Any] | None:
     """The recorded row of ``run`` if it finished ok with this key and code,
     and every detail table it wrote has the bytes its manifest records."""
-    path = folder / "runs" / run.run_id / "summary.json"
+    path = folder / "runs" / run.run_id / SUMMARY
     try:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -459,7 +457,7 @@ def _backend(backend: str, jobs: int | None, scheduler: str | None) -> Iterator[
     import joblib
 
     if backend == "loky":
-        with quiet_workers(jobs or -1):
+        with quiet_workers():
             yield jobs or -1
         return
     if backend != "dask":
@@ -570,9 +568,7 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
     if progress:
         progress(done, len(runs), None)
     if todo:
-        for run in todo:  # a run folder hierfair did not make is never written into
-            if (folder / "runs" / run.run_id).exists() and not manifest.owns_run(run.run_id):
-                manifest.check(f"runs/{run.run_id}")
+        manifest.check_runs(run.run_id for run in todo)  # an adaptive round's new seeds too
         manifest.add_runs(run.run_id for run in todo)
         _write_runs(rows, manifest)
         manifest.remove("claims.json")

@@ -24,7 +24,7 @@ def ignore_interrupts() -> None:
 
 
 @contextmanager
-def quiet_workers(n_jobs: int) -> Iterator[None]:
+def quiet_workers() -> Iterator[None]:
     """joblib's loky backend whose workers ignore Ctrl-C (the initializer,
     for a worker loky starts again later); start them with :func:`parallel`."""
     import joblib

@@ -347,7 +347,7 @@ def draw_all(folders: list[Path], specs: list) -> list[list[tuple[str, Path]]]:
     slow part: seconds each), with a progress line per spec drawn."""
     progress = Progress("figures", len(folders))
     drawn: list[list[tuple[str, Path]]] = [[] for _ in folders]
-    with quiet_workers(-1):
+    with quiet_workers():
         jobs = parallel(-1, (delayed(_draw)(i, folder, exp.spec.report.figures)
                              for i, (folder, exp) in enumerate(zip(folders, specs))),
                         unordered=True)
