@@ -11,6 +11,7 @@ Run as a script, this file measures the calibration table of docs/spec.md
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -129,6 +130,38 @@ def estimated_size(data: dict[str, Any]) -> Size:
     return seen[-1]
 
 
+#: Prints, for each spec file named, the estimate ``hierfair run`` checks:
+#: the size as built with the base a fresh process measures (the test's own
+#: process holds far more than a run's).  As the CLI, it has imported every
+#: algorithm before the first check.
+ESTIMATOR = ("import json, sys\n"
+             "from unittest import mock\n"
+             "import yaml\n"
+             "import hierfair.cli\n"
+             "import hierfair.experiment.spec as spec_module\n"
+             "from hierfair.experiment import limits\n"
+             "for path in sys.argv[1:]:\n"
+             "    seen = []\n"
+             "    record = lambda size, max_memory, where: seen.append(size)\n"
+             "    with mock.patch.object(spec_module, 'check_memory', record):\n"
+             "        spec_module.build_experiment(yaml.safe_load(open(path)))\n"
+             "    print(json.dumps([seen[-1].estimate_bytes(limits.base_bytes()),\n"
+             "                      limits.base_bytes()]))\n")
+
+
+def fresh_estimates(specs: list[dict[str, Any]], folder: Path,
+                    env: dict[str, str] | None = None) -> list[tuple[int, int]]:
+    """(estimate, base) of each spec, as a fresh ``hierfair run`` computes them."""
+    paths = []
+    for i, data in enumerate(specs):
+        paths.append(folder / f"estimate-{i}.yaml")
+        paths[-1].write_text(yaml.safe_dump(data))
+    done = subprocess.run([sys.executable, "-c", ESTIMATOR, *map(str, paths)], cwd=ROOT,
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [tuple(json.loads(line)) for line in done.stdout.splitlines()]
+
+
 #: Runs a command and prints its peak RSS.  A child's ru_maxrss starts from
 #: its parent's resident size at the fork (Linux keeps the old image's
 #: high-water mark across exec), so the run is started from this small
@@ -158,16 +191,24 @@ QUICK = ("one task", "200k tasks, 4 jobs", "google 2,000 jobs, depth 6, hdrf-fas
 MEASURED = list(SPREAD) if os.environ.get("HIERFAIR_FUZZ") == "thorough" else list(QUICK)
 
 
+@pytest.fixture(scope="module")
+def estimates(tmp_path_factory) -> dict[str, tuple[int, int]]:
+    """(estimate, base) of every measured spec, from one fresh process."""
+    found = fresh_estimates([SPREAD[name] for name in MEASURED], tmp_path_factory.mktemp("e"))
+    return dict(zip(MEASURED, found, strict=True))
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss is in KiB on Linux")
 @pytest.mark.parametrize("name", MEASURED)
-def test_the_estimate_is_never_below_the_measured_peak(tmp_path, name):
-    data = SPREAD[name]
-    estimate = estimated_size(data).estimate_bytes()
-    peak = measured_peak(data, tmp_path)
-    assert estimate >= peak, (f"{name}: estimate {format_bytes(estimate)} < measured peak "
-                              f"{format_bytes(peak)}")
+def test_the_estimate_is_never_below_the_measured_peak(tmp_path, estimates, name):
+    estimate, base = estimates[name]
+    peak = measured_peak(SPREAD[name], tmp_path)
+    seen = (f"{name}: estimate {format_bytes(estimate)} (base {format_bytes(base)}), measured "
+            f"peak {format_bytes(peak)}; {os.cpu_count()} CPUs, pages of "
+            f"{os.sysconf('SC_PAGE_SIZE')} B")
+    assert estimate >= peak, seen
     # and not so far above it that runs that fit are refused
-    assert estimate < 4 * peak, f"{name}: {format_bytes(estimate)} vs {format_bytes(peak)}"
+    assert estimate < 4 * peak, seen
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss is in KiB on Linux")
@@ -181,10 +222,11 @@ def test_the_estimate_covers_reading_a_trace(tmp_path, trace, monkeypatch, name)
     for key in ("grid", "claims"):
         data.pop(key, None)
     data.update(algorithms=[data["algorithms"][0]], seeds=[0])
-    size = estimated_size(data)
-    assert size.input_bytes > 0  # the trace was read, not the fallback
-    estimate, peak = size.estimate_bytes(), measured_peak(data, tmp_path)
-    assert peak <= estimate < 4 * peak, (format_bytes(peak), format_bytes(estimate))
+    assert estimated_size(data).input_bytes > 0  # the trace was read, not the fallback
+    [(estimate, base)] = fresh_estimates([data], tmp_path, env=dict(os.environ))
+    peak = measured_peak(data, tmp_path)
+    assert peak <= estimate < 4 * peak, (format_bytes(peak), format_bytes(estimate),
+                                         format_bytes(base))
 
 
 # -- the limits: which one binds, and the one line that names it --------------------------
@@ -199,6 +241,7 @@ def machine(monkeypatch, tmp_path):
     monkeypatch.setattr(limits, "_PROC_CGROUP", str(tmp_path / "proc-self-cgroup"))
     monkeypatch.setattr(limits, "_CGROUP_ROOT", str(tmp_path / "cgroup"))
     monkeypatch.setattr(limits, "unresident_bytes", lambda: 500 * MiB)
+    monkeypatch.setattr(limits, "base_bytes", lambda: limits._BASE_BYTES)
     return state
 
 
@@ -288,11 +331,24 @@ def test_the_smallest_limit_is_named_and_max_memory_replaces_them_all(machine, t
     check_memory(tasks(1_000_000), 64 * GiB, "workload")  # the user's word
 
 
+def test_the_base_is_what_the_checking_process_holds_and_at_least_the_floor(monkeypatch):
+    # a machine whose libraries take more (CI's: a one-task run peaked at
+    # 356 MiB) gets a larger base; a lean one keeps the floor
+    measure = limits.base_bytes.__wrapped__
+    monkeypatch.setattr(limits, "resident_bytes", lambda: 330 * MiB)
+    assert measure() == int(1.25 * 330 * MiB)
+    monkeypatch.setattr(limits, "resident_bytes", lambda: 0)  # unknown
+    assert measure() == limits._BASE_BYTES
+    size = tasks(1000)
+    assert size.estimate_bytes(500 * MiB) - size.estimate_bytes() == 500 * MiB - limits._BASE_BYTES
+
+
 def test_the_real_process_limits_are_read(tmp_path):
     # whatever this machine has, every limit is positive and physical memory is one
     found = limits.memory_limits()
     assert found[0][1] == "physical memory" and all(b > 0 for b, _ in found)
     assert limits.unresident_bytes() >= limits._UNRESIDENT_MIN
+    assert 10 * MiB < limits.resident_bytes() < 64 * GiB
 
 
 # -- the same under a real RLIMIT_AS ------------------------------------------------------
@@ -329,10 +385,10 @@ def _calibrate(points: dict[str, dict[str, Any]]) -> None:
     for name, data in points.items():
         size = estimated_size(data)
         with tempfile.TemporaryDirectory() as folder:
+            [(estimate, _)] = fresh_estimates([data], Path(folder))
             t0 = time.monotonic()
             peak = measured_peak(data, Path(folder))
             seconds = time.monotonic() - t0
-        estimate = size.estimate_bytes()
         print(f"| {name} | {size.tasks:,} | {size.jobs:,} | {size.nodes:,} ({size.depth}) | "
               f"{size.servers:,} | {size.resources} | {format_bytes(peak)} | "
               f"{format_bytes(estimate)} | {estimate / peak:.2f} |", flush=True)

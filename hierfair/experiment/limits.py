@@ -8,6 +8,7 @@ field and the value (docs/spec.md, "Limits").  The same checks run for
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Mapping
@@ -116,9 +117,15 @@ def check_range(value: float, low: float, high: float, where: str) -> None:
 
 
 # -- memory ---------------------------------------------------------------------
-#: What a run holds before its inputs: the interpreter and its libraries
-#: (numpy, pandas, pyarrow; numba for hdrf-fast), 250-295 MiB measured.
+#: What a run holds before its inputs, at least: the interpreter and its
+#: libraries (numpy, pandas, pyarrow; numba for hdrf-fast), 250-295 MiB
+#: measured on this project's machine.  The same libraries take ~100 MiB
+#: more on others (CI's, 2026-11-26: a one-task run peaked at 356 MiB), so
+#: the check measures its own process too (:func:`base_bytes`).
 _BASE_BYTES = 320 * 2**20
+#: A run's peak over what its process holds when the spec is checked, in the
+#: smallest run (its frames, the parquet writer): 250 MiB for 228 MiB measured.
+_RUN_SHARE = 1.25
 #: A job list written out in a spec costs about this much per value while it
 #: is read, validated and copied into the plan: ~9 values a job, 12.7 kB a
 #: written job measured against 2 kB a generated one.
@@ -138,9 +145,10 @@ class Size:
     #: trace bytes read, as text: a compressed file counts _GZIP_RATIO times
     input_bytes: int = 0
 
-    def estimate_bytes(self) -> int:
+    def estimate_bytes(self, base: int = _BASE_BYTES) -> int:
         """Peak resident memory of one run, an upper bound (docs/spec.md,
-        "Memory"; tests/test_memory_estimate.py measures it).
+        "Memory"; tests/test_memory_estimate.py measures it), for a process
+        holding ``base`` bytes before its inputs (:func:`base_bytes`).
 
         Per task: its ledger columns, decision and table rows (or its
         duration, written in the spec), and the allocation rows its start and
@@ -160,7 +168,7 @@ class Size:
         per_job = 2500 + 16 * m
         per_server = 800 + 32 * m
         written = _WRITTEN_VALUE_BYTES * min(9 * self.jobs, MAX_EXPANDED)
-        return (_BASE_BYTES + self.tasks * per_task + self.nodes * per_node
+        return (base + self.tasks * per_task + self.nodes * per_node
                 + self.jobs * per_job + self.servers * per_server + written
                 + _TEXT_BYTE * self.input_bytes)
 
@@ -287,6 +295,27 @@ def unresident_bytes() -> int:
     return max(kib * 1024, _UNRESIDENT_MIN)
 
 
+def resident_bytes() -> int:
+    """This process's resident size now, in bytes (0 where unknown)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0
+
+
+@functools.cache
+def base_bytes() -> int:
+    """What a run holds before its inputs, on this machine: _RUN_SHARE of
+    this process's resident size at its first check -- the libraries are
+    loaded by then (the CLI imports every algorithm), no input is read yet --
+    and at least _BASE_BYTES.  Measured once a process: later checks come
+    after inputs were read, which the estimate counts on its own.  A process
+    that already holds much (a notebook) gets a larger base, which is right
+    for a run in that process and cautious for one in a worker."""
+    return max(_BASE_BYTES, int(_RUN_SHARE * resident_bytes()))
+
+
 def check_memory(size: Size, max_memory: float | None, where: str) -> None:
     """Refuse a run whose estimate exceeds ``max_memory`` bytes, or by
     default any limit of :func:`memory_limits` (against RLIMIT_AS, the
@@ -297,7 +326,7 @@ def check_memory(size: Size, max_memory: float | None, where: str) -> None:
         if count > limit:
             raise SpecError(f"{what}: {count:,} exceed the limit of {limit:,} per run",
                             where=where, value=count)
-    need = size.estimate_bytes()
+    need = size.estimate_bytes(base_bytes())
     limits = [(max_memory, "--max-memory")] if max_memory is not None else memory_limits()
     over = []
     for limit, what in limits:
