@@ -25,10 +25,11 @@ from typing import ClassVar
 
 import numpy as np
 
+from hierfair.sim.policy import NoParams
 from hierfair.sim.treewalk import TreeWalkPolicy
 
 
-class NaiveHDRF(TreeWalkPolicy):
+class NaiveHDRF(TreeWalkPolicy[NoParams]):
     """H-DRF §3.3: the tree walk on plain-sum dominant shares."""
 
     name: ClassVar[str] = "naive-hdrf"

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
 import numpy as np
 from pydantic import BaseModel
@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from hierfair.errors import SpecError
 from hierfair.experiment.spec_base import Strict
 from hierfair.sim.model import Cluster, Hierarchy
-from hierfair.sim.policy import BackfillParams, BasePolicy, LeafPriorityPolicy, SchedulerState
+from hierfair.sim.policy import BackfillParams, BasePolicy, LeafPriorityPolicy, P, PolicyView
 from hierfair.sim.shares import inverse_totals
 from hierfair.sim.treewalk import round_score  # monotone: the lower bounds rely on it
 
@@ -62,14 +62,14 @@ def collapsed_weights(h: Hierarchy, demanding: np.ndarray) -> np.ndarray:
     return flat
 
 
-class FlatteningPolicy(LeafPriorityPolicy):
+class FlatteningPolicy(LeafPriorityPolicy[P], Generic[P]):
     """Weighted sharing over the leaves with weights derived from the tree.
 
     The weights depend on which leaves demand what; :meth:`signature` says what
     they depend on, and when it changes every demanding leaf is re-keyed.
     """
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         h = state.hierarchy
         self._leaves = list(h.leaves)
@@ -112,7 +112,7 @@ class FlatteningPolicy(LeafPriorityPolicy):
 
 
 
-class CollapsedReference(FlatteningPolicy):
+class CollapsedReference(FlatteningPolicy[P], Generic[P]):
     """H-DRF §3.2: collapsed weights, then weighted DRF (dominant shares)."""
 
     name: ClassVar[str] = "collapsed"
@@ -127,11 +127,15 @@ class SingleResourceParams(Strict):
     resource: str
 
 
+class CPUParams(SingleResourceParams):
+    resource: str = "cpu"
+
+
 class MemParams(SingleResourceParams):
     resource: str = "mem"
 
 
-class SingleResource:
+class SingleResource(BasePolicy[SingleResourceParams]):
     """MCH letter §IV-B "C-CH"/"M-CH": collapsed weights, fair sharing on one
     resource's share only (the other resources are ignored when ranking).
     A mixin: put it before a collapsed policy."""
@@ -139,30 +143,26 @@ class SingleResource:
     name: ClassVar[str] = "collapsed-single"
     description: ClassVar[str] = "collapsed hierarchy, single-resource fair sharing"
     default_resource: ClassVar[str] = "cpu"
-    state: SchedulerState
-    params: BaseModel
+    Params: ClassVar[type[BaseModel]] = CPUParams
     _inv: np.ndarray
 
-    class Params(SingleResourceParams):
-        resource: str = "cpu"
-
     @classmethod
-    def check(cls, params: BaseModel, cluster: Cluster) -> None:
-        resource = params.resource  # type: ignore[attr-defined]
+    def check(cls, params: SingleResourceParams, cluster: Cluster) -> None:
+        resource = params.resource
         if resource not in cluster.resources:
             raise SpecError(f"{cls.name} shares one resource, and the cluster has "
                             f"{list(cluster.resources)}", where="params.resource",
                             value=resource)
 
-    def attach(self, state: SchedulerState) -> None:
-        super().attach(state)  # type: ignore[misc]
-        self._j = state.cluster.resources.index(self.params.resource)  # type: ignore[attr-defined]
+    def attach(self, state: PolicyView) -> None:
+        super().attach(state)
+        self._j = state.cluster.resources.index(self.params.resource)
 
     def share(self, leaf: int) -> float:
         return float(self.state.alloc[leaf, self._j] * self._inv[self._j])
 
 
-class CollapsedSingleReference(SingleResource, CollapsedReference):
+class CollapsedSingleReference(SingleResource, CollapsedReference[SingleResourceParams]):
     pass
 
 
@@ -180,7 +180,7 @@ class CollapsedMemReference(CollapsedSingleReference):
 
 
 # -- incremental implementation ----------------------------------------------
-class IncrementalFlattening(BasePolicy):
+class IncrementalFlattening(BasePolicy[P], Generic[P]):
     """The reference's decisions without re-flattening: the demanding leaf
     with the smallest ``(key, index)`` whose next task fits, where ``key =
     round(share / flat weight, 12)`` and the flat weight is the float product
@@ -211,7 +211,7 @@ class IncrementalFlattening(BasePolicy):
 
     Params: ClassVar[type[BaseModel]] = BackfillParams
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         h = state.hierarchy
         n = h.n_nodes
@@ -367,7 +367,7 @@ class IncrementalFlattening(BasePolicy):
         return None
 
 
-class Collapsed(IncrementalFlattening):
+class Collapsed(IncrementalFlattening[P], Generic[P]):
     """H-DRF §3.2 collapsed weights + weighted DRF, incrementally.
 
     Per node: ``active`` (the sum of the demanding children's weights, summed
@@ -379,7 +379,7 @@ class Collapsed(IncrementalFlattening):
     name: ClassVar[str] = CollapsedReference.name
     description: ClassVar[str] = CollapsedReference.description
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         n = state.hierarchy.n_nodes
         self._active: list[float] = [0.0] * n
@@ -419,7 +419,7 @@ class Collapsed(IncrementalFlattening):
         return round_score(self._loc[node] / prefix * self._margin)
 
 
-class CollapsedSingle(SingleResource, Collapsed):
+class CollapsedSingle(SingleResource, Collapsed[SingleResourceParams]):
     pass
 
 

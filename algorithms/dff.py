@@ -35,7 +35,7 @@ from typing import ClassVar
 import numpy as np
 
 from hierfair.sim.model import Hierarchy, Job
-from hierfair.sim.policy import SchedulerState
+from hierfair.sim.policy import NoParams, PolicyView
 from hierfair.sim.treewalk import TreeWalkPolicy
 
 
@@ -66,14 +66,14 @@ def fairness(alloc: np.ndarray, fr: np.ndarray) -> np.ndarray:
     return ratio.max(axis=1)
 
 
-class DFF(TreeWalkPolicy):
+class DFF(TreeWalkPolicy[NoParams]):
     """Dynamic DFF (DFF letter §3, Algorithms 1-3)."""
 
     name: ClassVar[str] = "dff"
     description: ClassVar[str] = ("Dominant Fairness Fairness: Fair Resource vectors and "
                                   "fairness max u/fr (DFF letter §3, Alg. 1-3)")
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         n, m = state.hierarchy.n_nodes, state.cluster.n_resources
         # Per leaf: how many unfinished jobs need each resource.

@@ -18,7 +18,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from hierfair.sim.policy import LeafPriorityPolicy
+from hierfair.sim.policy import BackfillParams, LeafPriorityPolicy, PolicyView
 from hierfair.sim.shares import RoundMemo, dominant_share_of, inverse_totals
 
 #: Shares are rounded to this many decimals in priority keys, so that two
@@ -41,7 +41,7 @@ def dominant_shares(alloc: np.ndarray, total: np.ndarray) -> np.ndarray:
     return (alloc[:, has] / total[has]).max(axis=1)
 
 
-class WeightedDRF(LeafPriorityPolicy):
+class WeightedDRF(LeafPriorityPolicy[BackfillParams]):
     """Flat weighted DRF over the leaves (DRF paper, Algorithm 1 and §4.3).
 
     Each decision serves the demanding leaf with the lowest weighted dominant
@@ -55,7 +55,7 @@ class WeightedDRF(LeafPriorityPolicy):
     name: ClassVar[str] = "drf"
     description: ClassVar[str] = "weighted DRF over the leaves, hierarchy ignored (DRF Alg. 1)"
 
-    def attach(self, state) -> None:  # noqa: ANN001 - SchedulerState
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         # plain floats: one key per task start and finish
         self._dominant = dominant_share_of(inverse_totals(state.cluster.total).tolist())

@@ -20,7 +20,7 @@ class FIFOParams(BaseModel):
     backfill: bool = False
 
 
-class FIFO(LeafPriorityPolicy):
+class FIFO(LeafPriorityPolicy[FIFOParams]):
     """Serve the leaf whose head job arrived first."""
 
     name: ClassVar[str] = "fifo"

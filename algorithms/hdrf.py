@@ -47,7 +47,7 @@ from hierfair.sim.model import Hierarchy, Workload
 from hierfair.sim.policy import (
     BasePolicy,
     NoParams,
-    SchedulerState,
+    PolicyView,
     room_on_one_server,
     running_by_leaf,
 )
@@ -153,7 +153,7 @@ class Attribution:
     reachable: np.ndarray | None = None  # per node; None: every leaf whose task fits
 
 
-class DynamicHDRF(TreeWalkPolicy):
+class DynamicHDRF(TreeWalkPolicy[HDRFParams]):
     """Dynamic H-DRF (H-DRF §3.4, Algorithms 2-4); the reference implementation.
 
     Per decision: the reading (:meth:`attribution`, chosen by the
@@ -170,7 +170,7 @@ class DynamicHDRF(TreeWalkPolicy):
                                   "ignore blocked nodes and saturated resources (H-DRF Alg. 2-4)")
     Params: ClassVar[type[BaseModel]] = HDRFParams
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         #: W of Algorithm 2 under churn: what tasks released since the last
         #: round ended (zero once a round has allocated what it could).
@@ -207,7 +207,7 @@ class DynamicHDRF(TreeWalkPolicy):
                     demand: np.ndarray) -> Attribution:
         """The reading the ``attribution`` parameter names, from the demanding
         leaves, whether their next task fits, and its demand vector."""
-        reading = self.params.attribution  # type: ignore[attr-defined]
+        reading = self.params.attribution
         return getattr(self, "_" + reading.replace("-", "_"))(leaf_demanding, fits, demand)
 
     def _literal(self, leaf_demanding: np.ndarray, fits: np.ndarray,
@@ -260,6 +260,7 @@ class RescaleOnlyHDRF(DynamicHDRF):
     saturated resources still count.  Fails on Fig. 5 (n3,2 gets 2/3 of the
     GPUs instead of 1/2) -- kept to show that failure."""
 
+    # no parameters: it overrides the one reading hdrf's params choose
     Params: ClassVar[type[BaseModel]] = NoParams
     name: ClassVar[str] = "hdrf-rescale-only"
     description: ClassVar[str] = ("H-DRF with rescaling but without ignoring blocked nodes "
@@ -425,7 +426,7 @@ def static_hdrf(hierarchy: Hierarchy, demands: np.ndarray, total: np.ndarray,
     return StaticAllocation(alloc=alloc, dominant=x, saturated=saturated, events=events)
 
 
-def static_targets(state: SchedulerState, leaves: list[int], key: tuple | None,
+def static_targets(state: PolicyView, leaves: list[int], key: tuple | None,
                    targets: np.ndarray) -> tuple[tuple, np.ndarray]:
     """Static H-DRF dominant shares for the present demand: demanding leaves
     insatiable (their next task's vector), the others capped at what they
@@ -450,7 +451,7 @@ def static_targets(state: SchedulerState, leaves: list[int], key: tuple | None,
     return demanding, static_hdrf(state.hierarchy, demands, total, caps).dominant
 
 
-class StaticHDRF(BasePolicy):
+class StaticHDRF(BasePolicy[NoParams]):
     """Static H-DRF as a policy: the exact allocation of :func:`static_hdrf`.
 
     In ``hierfair allocate`` it returns the fractional allocation itself (the
@@ -467,7 +468,7 @@ class StaticHDRF(BasePolicy):
     description: ClassVar[str] = ("exact static H-DRF allocation by event-driven water-filling "
                                   "(H-DRF §3.1 Alg. 1); ground truth")
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         self._leaves = list(state.hierarchy.leaves)
         self._key: tuple | None = None
@@ -549,8 +550,9 @@ class PreemptiveHDRF(DynamicHDRF):
     description: ClassVar[str] = ("H-DRF that preempts leaves above their static H-DRF share "
                                   "for a starving leaf (our design for H-DRF §7)")
     Params: ClassVar[type[BaseModel]] = PreemptiveParams
+    params: PreemptiveParams
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         self._leaves = list(state.hierarchy.leaves)
         self._key: tuple | None = None
@@ -569,10 +571,10 @@ class PreemptiveHDRF(DynamicHDRF):
         _, leaf = min(starving)
         need = state.next_demand(leaf)
         by_leaf = running_by_leaf(state)
-        margin = self.params.margin_tasks  # type: ignore[attr-defined]
+        margin = self.params.margin_tasks
         over = []
         for victim, tasks in by_leaf.items():
-            one = float((state.task_info(tasks[-1])[3] * self.inv_total).max())
+            one = float((state.task_info(tasks[-1]).demand * self.inv_total).max())
             if victim != leaf and share[victim] - margin * one > target[victim]:
                 over.append((share[victim] - target[victim], victim, one))
 

@@ -59,8 +59,8 @@ import numpy as np
 from hierfair.algorithms.hdrf import TIE
 from hierfair.sim.jit import jit
 from hierfair.sim.model import Cluster
-from hierfair.sim.placement import TOLERANCE, ServerIndex
-from hierfair.sim.policy import BasePolicy, SchedulerState
+from hierfair.sim.placement import TOLERANCE, Placement, ServerIndex
+from hierfair.sim.policy import BasePolicy, NoParams, PolicyView
 from hierfair.sim.shares import inverse_totals
 
 # -- the node arrays ---------------------------------------------------------
@@ -308,14 +308,14 @@ def support(vector: list[float], floor: list[float]) -> int:
     return bits
 
 
-class FastHDRF(BasePolicy):
+class FastHDRF(BasePolicy[NoParams]):
     """``hdrf`` (literal-frozen reading), incremental; see the module docstring."""
 
     name: ClassVar[str] = "hdrf-fast"
     description: ClassVar[str] = ("dynamic H-DRF (hdrf's default reading), incremental: "
                                   "one root path per change; identical decisions")
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         h = state.hierarchy
         n = h.n_nodes
@@ -366,11 +366,11 @@ class FastHDRF(BasePolicy):
         set_leaf(self._F, self._Z, leaf, tuple(self.state.alloc_row(leaf)), none, False, False, 0)
         walk(self._F, self._Z, self._free, 0, 0, 0)
 
-    def make_index(self, cluster: Cluster, placement: str) -> ServerIndex:
+    def make_index(self, cluster: Cluster, placement: Placement) -> ServerIndex:
         """The usual index, keeping its free resources as an array too: the
         walk tests fits itself, compiled (a test per node would otherwise be
         a round trip to Python)."""
-        index = ServerIndex(cluster.capacities, placement, mirror=True)  # type: ignore[arg-type]
+        index = ServerIndex(cluster.capacities, placement, mirror=True)
         self._free = index.mirror
         self._free_total = index.free_total_row  # Algorithm 2's W when nothing was released
         return index

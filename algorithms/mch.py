@@ -35,7 +35,7 @@ import numpy as np
 
 from hierfair.algorithms.collapsed import FlatteningPolicy, IncrementalFlattening
 from hierfair.sim.model import Hierarchy
-from hierfair.sim.policy import SchedulerState
+from hierfair.sim.policy import BackfillParams, PolicyView
 from hierfair.sim.shares import inverse_totals
 from hierfair.sim.treewalk import round_score
 
@@ -79,7 +79,7 @@ def mch_weights(h: Hierarchy, demands: np.ndarray, total: np.ndarray,
     return flat, k_star
 
 
-class MCHReference(FlatteningPolicy):
+class MCHReference(FlatteningPolicy[BackfillParams]):
     """MCH (letter §III): full/partial-type weights with ``k*``, then weighted DRF."""
 
     name: ClassVar[str] = "mch"
@@ -104,7 +104,7 @@ class MCHReference(FlatteningPolicy):
         return flat
 
 
-class MCH(IncrementalFlattening):
+class MCH(IncrementalFlattening[BackfillParams]):
     """MCH (letter §III) incrementally: the reference's weights and decisions.
 
     Per node, the generated demand (Eq. 2: ``raw``, its largest component
@@ -124,7 +124,7 @@ class MCH(IncrementalFlattening):
     name: ClassVar[str] = MCHReference.name
     description: ClassVar[str] = MCHReference.description
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         h = state.hierarchy
         n, m = h.n_nodes, state.cluster.n_resources

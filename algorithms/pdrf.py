@@ -43,7 +43,7 @@ from typing import ClassVar
 from pydantic import Field, NonNegativeFloat
 
 from hierfair.experiment.spec_base import Strict
-from hierfair.sim.policy import BasePolicy, SchedulerState, room_on_one_server, running_by_leaf
+from hierfair.sim.policy import BasePolicy, PolicyView, room_on_one_server, running_by_leaf
 from hierfair.sim.shares import inverse_totals
 
 KEY_DECIMALS = 12
@@ -56,7 +56,7 @@ class PDRFParams(Strict):
     preempt: bool = True
 
 
-class PDRF(BasePolicy):
+class PDRF(BasePolicy[PDRFParams]):
     """Preemptive DRF over the leaves (hierarchy ignored, like ``drf``)."""
 
     name: ClassVar[str] = "pdrf"
@@ -64,7 +64,7 @@ class PDRF(BasePolicy):
                                   "preempting for long-waiting jobs (PDRF proposal)")
     Params: ClassVar[type[Strict]] = PDRFParams
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         total = state.cluster.total
         self._inv = inverse_totals(total)
@@ -74,7 +74,7 @@ class PDRF(BasePolicy):
     def priorities(self) -> dict[int, float]:
         """Priority of every leaf that is demanding or holds tasks (lower is
         served first); ``t`` is normalised over these leaves."""
-        state, p = self.state, self.params.p  # type: ignore[attr-defined]
+        state, p = self.state, self.params.p
         jobs: dict[int, int] = {}
         for leaf in self._leaves:
             if state.pending(leaf) > 0:
@@ -100,7 +100,7 @@ class PDRF(BasePolicy):
         return None if best is None else best[1]
 
     def preemptions(self) -> list[tuple[int, int]]:
-        prm: PDRFParams = self.params  # type: ignore[assignment]
+        prm = self.params
         if not prm.preempt:
             return []
         state = self.state

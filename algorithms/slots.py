@@ -28,12 +28,13 @@ import heapq
 from typing import ClassVar
 
 import numpy as np
-from pydantic import Field, NonNegativeFloat, PositiveInt
+from pydantic import BaseModel, Field, NonNegativeFloat, PositiveInt
 
 from hierfair.errors import SpecError
 from hierfair.experiment.spec_base import Strict
 from hierfair.sim.model import Cluster
-from hierfair.sim.policy import BasePolicy, SchedulerState
+from hierfair.sim.placement import Placement
+from hierfair.sim.policy import BasePolicy, PolicyView
 from hierfair.sim.treewalk import TreeWalkPolicy, round_score
 
 
@@ -176,17 +177,16 @@ class SlotParams(Strict):
         default_factory=lambda: dict(DEFAULT_PENALTY))
 
 
-class _SlotPolicy:
+class _SlotPolicy(BasePolicy[SlotParams]):
     """What both slot schedulers share: parameters and the slot index."""
 
     name: ClassVar[str] = "slots-k"
     description: ClassVar[str] = ("hierarchical slot scheduler, k slots per server, equal "
                                   "weighted task counts; memory over-commit thrashes (§5.3)")
-    Params: ClassVar[type[Strict]] = SlotParams
-    params: SlotParams
+    Params: ClassVar[type[BaseModel]] = SlotParams
 
     @classmethod
-    def check(cls, params: SlotParams, cluster: Cluster) -> None:  # type: ignore[override]
+    def check(cls, params: SlotParams, cluster: Cluster) -> None:
         if "overcommit_penalty" not in params.model_fields_set:
             return  # the defaults name cpu and mem; a cluster may lack them
         for r in params.overcommit_penalty:
@@ -194,13 +194,13 @@ class _SlotPolicy:
                 raise SpecError(f"no such resource; the cluster has {list(cluster.resources)}",
                                 where=f"params.overcommit_penalty.{r}", value=r)
 
-    def make_index(self, cluster: Cluster, placement: str) -> SlotIndex:
+    def make_index(self, cluster: Cluster, placement: Placement) -> SlotIndex:
         p = self.params
         penalty = np.array([p.overcommit_penalty.get(r, 0.0) for r in cluster.resources])
         return SlotIndex(cluster.capacities, p.k, penalty)
 
 
-class SlotsReference(_SlotPolicy, TreeWalkPolicy):  # type: ignore[misc]
+class SlotsReference(_SlotPolicy, TreeWalkPolicy[SlotParams]):
     """H-DRF §5.3's hierarchical slot scheduler with ``k`` slots per server:
     the reference tree walk, recomputing every node's score per decision."""
 
@@ -209,7 +209,7 @@ class SlotsReference(_SlotPolicy, TreeWalkPolicy):  # type: ignore[misc]
         return self.state.running / self.tree.weights
 
 
-class Slots(_SlotPolicy, BasePolicy):  # type: ignore[misc]
+class Slots(_SlotPolicy):
     """:class:`SlotsReference`'s walk, kept up to date per change instead of
     recomputed per decision (the same leaf at every decision; tests/test_slots.py).
 
@@ -221,7 +221,7 @@ class Slots(_SlotPolicy, BasePolicy):  # type: ignore[misc]
     every level to the least-scored child with a leaf of a fitting support below.
     """
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         h = state.hierarchy
         n = h.n_nodes

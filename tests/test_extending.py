@@ -56,7 +56,7 @@ def test_the_documented_spec_runs_the_users_policy(my_policies, tmp_path, capsys
         err = done.stderr
     folder = out / "my-round-robin"
     runs = pd.read_parquet(folder / "runs.parquet")
-    assert sorted(runs["label"]) == ["drf", "wrr"]
+    assert sorted(runs["label"]) == ["drf", "hdrf", "wrr"]
     assert (runs["status"] == "ok").all()
     (verdict,) = json.loads((folder / "claims.json").read_text())
     assert verdict["verdict"] == "holds"  # A 6 tasks, B 3: two turns to one

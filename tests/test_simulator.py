@@ -199,3 +199,41 @@ def test_stop_at_stops_the_run_with_work_left(tmp_path):
     # without stop_at it runs to the end
     done = run_experiment(build_experiment({**spec, "stop_at": None}), tmp_path / "all").iloc[0]
     assert np.isnan(done["stopped_at"]) and done["tasks_unfinished"] == 0
+
+
+def test_a_policy_sees_the_run_through_its_view_alone():
+    """Issue 27: attach() hands the policy a PolicyView, not the simulator;
+    the view follows the clock and the allocations as the run goes."""
+    from hierfair.algorithms import ALGORITHMS
+    from hierfair.sim.loop import Simulator
+    from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
+    from hierfair.sim.view import PolicyView
+
+    cluster = Cluster(("cpu", "mem"), np.array([[4.0, 8.0]]))
+    tree = Hierarchy.flat(["a", "b"])
+    jobs = tuple(Job(i, tree.index(q), submit=float(i), demand=np.array([1.0, 2.0]),
+                     durations=np.full(3, 5.0)) for i, q in enumerate(["a", "b"]))
+    policy = ALGORITHMS["drf"]()
+    sim = Simulator(cluster, tree, Workload(jobs), policy)
+    view = policy.state
+    assert type(view) is PolicyView and view is sim.view and not isinstance(view, Simulator)
+    seen = []
+    original = policy.select
+
+    infos = []
+
+    def spy():
+        seen.append((view.now, view.pending(tree.index("a")), view.running[0]))
+        infos.extend(view.task_info(t) for t in view.running_tasks())
+        return original()
+
+    policy.select = spy
+    sim.run()
+    assert seen[0] == (0.0, 3, 0)  # a's 3 tasks wait at t=0, nothing runs yet
+    assert {t for t, _, _ in seen} >= {0.0, 1.0, 5.0, 6.0}  # arrivals and finishes
+    assert max(r for _, _, r in seen) == 4  # 4 CPUs: at most 4 tasks at once
+    assert view.now == 10.0 and view.pending(tree.index("b")) == 0
+    assert view.running_tasks() == []
+    first = infos[0]  # a named tuple, read by name
+    assert (first.job, first.leaf, first.server, first.start) == (0, tree.index("a"), 0, 0.0)
+    assert first.demand.tolist() == [1.0, 2.0]

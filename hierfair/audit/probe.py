@@ -120,7 +120,8 @@ class Probe:
                 if not sim.finish_earliest():
                     break
             free = self.exp.cluster.capacities - sim.server_used()
-            self._fills[key] = Fill(shares=sim.alloc / self.total, tasks=sim.running.copy(),
+            view = sim.view
+            self._fills[key] = Fill(shares=view.alloc / self.total, tasks=view.running.copy(),
                                     free=free)
         return self._fills[key]
 

@@ -62,8 +62,8 @@ def allocate(exp: Experiment, algorithm: str | AlgorithmSpec, churn: int = 0,
         if not sim.finish_earliest():
             break
     return Allocation(algorithm=algo.display, resources=exp.cluster.resources,
-                      paths=exp.hierarchy.paths, shares=sim.alloc / exp.cluster.total,
-                      tasks=sim.running.copy())
+                      paths=exp.hierarchy.paths, shares=sim.view.alloc / exp.cluster.total,
+                      tasks=sim.view.running.copy())
 
 
 def format_table(a: Allocation, depth: np.ndarray) -> str:

@@ -46,7 +46,7 @@ class RunTimeout(Exception):
     """The run passed its wall-clock deadline (``Simulator(deadline=...)``)."""
 
 
-#: Spawn key of the policy's random stream (SchedulerState.rng): a spawn key,
+#: Spawn key of the policy's random stream (PolicyView.rng): a spawn key,
 #: not more entropy, so that no seed list of the faults' draws gives its stream.
 _POLICY_STREAM = 0x9011C7
 
@@ -70,8 +70,9 @@ class Interruptions:
     overhead: float = 0.0  # checkpoint: seconds added to resume
 
 
-class Simulator(PolicyView):
-    """Runs one policy on one cluster, hierarchy and workload."""
+class Simulator:
+    """Runs one policy on one cluster, hierarchy and workload.  The policy
+    sees the run through :attr:`view` alone (:class:`~hierfair.sim.view.PolicyView`)."""
 
     def __init__(self, cluster: Cluster, hierarchy: Hierarchy, workload: Workload,
                  policy: BasePolicy, placement: Placement = "first-fit",
@@ -110,15 +111,12 @@ class Simulator(PolicyView):
         self._deadline = deadline  # a time.monotonic() value
         self._ticks = 0
         self._stopped_at: float | None = None  # run(until=) stopped with work left
-        # What policies call per decision, bound straight to the data it reads.
-        self.pending = self._ledger.pending.__getitem__  # type: ignore[method-assign]
-        self.alloc_row = self._usage.rows.__getitem__  # type: ignore[method-assign]
-        self.fits = self._index.fits  # type: ignore[method-assign]
-        #: The policy's own random numbers, from the run's seed (a stream of
-        #: their own: drawing them changes no workload or fault).
-        self.rng = np.random.default_rng(np.random.SeedSequence(seed,
-                                                                spawn_key=(_POLICY_STREAM,)))
-        policy.attach(self)
+        #: What the policy reads; its random numbers come from the run's seed
+        #: (a stream of their own: drawing them changes no workload or fault).
+        self.view = PolicyView(hierarchy, cluster, self._jobs, self._ledger, self._usage,
+                               self._index, np.random.default_rng(np.random.SeedSequence(
+                                   seed, spawn_key=(_POLICY_STREAM,))))
+        policy.attach(self.view)
 
     # -- running -------------------------------------------------------------
     def run(self, until: float | None = None) -> SimulationResult:
@@ -146,7 +144,7 @@ class Simulator(PolicyView):
             if until is not None and now > until:
                 self._stopped_at = until
                 break
-            self._now = now
+            self._now = self.view.now = now
             while events and events[0][0] == now:
                 _, kind, key, tried = heapq.heappop(events)
                 if kind == FINISH:
@@ -191,6 +189,7 @@ class Simulator(PolicyView):
         if not running:
             return False
         self._now += 1.0  # one churn step per unit of (fictitious) time
+        self.view.now = self._now
         self._finish(running[0])
         self._schedule()
         self._record_step()
@@ -323,7 +322,7 @@ class Simulator(PolicyView):
                 self._interrupt(task, "preempted", beneficiary)
             swapped = 0
             for leaf in dict.fromkeys(b for _, b in requests if b >= 0):
-                demand = self.next_demand(leaf)
+                demand = self.view.next_demand(leaf)
                 if demand is not None and self._index.fits(demand):
                     self._begin(leaf, self._overhead_ns)
                     self._overhead_ns = 0

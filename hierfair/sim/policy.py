@@ -8,79 +8,74 @@ The policy answers with a leaf whose next task fits on some server, or ``None``
 when it will place nothing more until something changes.  The simulator then
 places that task (first-fit or best-fit) and asks again.
 
-Everything a policy may read about the present is in :class:`SchedulerState`;
-it never sees the event queue or the future.
+Everything a policy may read about the present is its
+:class:`~hierfair.sim.view.PolicyView` (``self.state`` once attached); it
+never sees the simulator, the event queue or the future.
+
+The hooks, in the order the simulator calls them (docs/extending.md):
+
+1. ``Policy.check(params, cluster)`` (classmethod), when the spec is
+   validated: refuse params that cannot work on this cluster (raise
+   :class:`~hierfair.errors.SpecError`).
+2. ``Policy(params)``: ``params`` is an instance of the class's ``Params``
+   (a pydantic model, validated from the spec's ``params:``).  A policy must
+   pickle: parallel workers receive it.
+3. ``make_index(cluster, placement)``, once, *before* ``attach``: the
+   placement index the run uses, or None for the usual one.  A policy that
+   keeps its own (slot schedulers) builds it here; ``attach`` may then use it.
+4. ``attach(view)``, once, before the first event: keep the view, size the
+   policy's own structures.
+5. Then, for every instant at which events happen, after all of that
+   instant's events have been applied:
+
+   * the notifications, as the events happen: ``on_job_arrival(job)``,
+     ``on_task_finish(leaf, demand)`` (also when a task is stopped: preempted,
+     killed with its server, failed) and then ``on_job_completion(job)``;
+   * ``preemptions()``: running tasks to stop before this round, as
+     ``(task, beneficiary leaf)``; each beneficiary's next task starts in the
+     room made, if it fits;
+   * ``select()`` until it answers None; after each leaf it names, the task
+     starts and ``on_task_start(leaf, demand)`` follows at once.
+
+A policy may change only its own state.  ``select`` must name a leaf with a
+pending task that fits (``view.pending(leaf) > 0`` and
+``view.fits(view.next_demand(leaf))``): the simulator stops the run with a
+PolicyError otherwise.  ``hierfair check`` runs the contract suite
+(hierfair.experiment.contract) on any policy class.
 """
 
 from __future__ import annotations
 
 import heapq
-from typing import Any, ClassVar, Protocol
+from collections.abc import Iterable
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from hierfair.sim.model import Cluster, Hierarchy, Job
+from hierfair.sim.model import Cluster, Job
+from hierfair.sim.placement import Placement
+from hierfair.sim.view import JobTimes, PolicyView, RunningTask
 
+#: The name policies written before the view was a class of its own used.
+SchedulerState = PolicyView
 
-class SchedulerState(Protocol):
-    """Read-only view of the simulation that policies decide from."""
-
-    hierarchy: Hierarchy
-    cluster: Cluster
-    #: Resources allocated to every node (rows: nodes in pre-order).  An
-    #: internal node's row is the plain sum of its children's.
-    alloc: np.ndarray
-    #: Running tasks per node (internal nodes: sum over the subtree).
-    running: np.ndarray
-    #: The policy's own random generator, seeded from the run's seed: a
-    #: policy that draws from it gives the same schedule for the same seed
-    #: (and needs no ``seed`` parameter of its own).
-    rng: np.random.Generator
-
-    def alloc_row(self, node: int) -> list[float]:
-        """``alloc[node]`` as plain floats, for per-node arithmetic in Python
-        (cheaper than a numpy row); read it, never modify it."""
-        ...
-
-    @property
-    def now(self) -> float: ...
-
-    @property
-    def free_total(self) -> np.ndarray: ...
-
-    @property
-    def saturated(self) -> np.ndarray: ...
-
-    @property
-    def release_epoch(self) -> int:
-        """Increases whenever resources are released anywhere in the cluster."""
-        ...
-
-    def pending(self, leaf: int) -> int:
-        """Tasks waiting at ``leaf``; a leaf is *demanding* while this is > 0."""
-        ...
-
-    def next_demand(self, leaf: int) -> np.ndarray | None:
-        """Demand vector of the task ``leaf`` would run next (FIFO over its jobs)."""
-        ...
-
-    def head_job(self, leaf: int) -> Job | None:
-        """The job ``leaf`` serves next."""
-        ...
-
-    def fits(self, demand: np.ndarray) -> bool:
-        """Whether some server has room for ``demand`` right now."""
-        ...
+__all__ = ["BackfillParams", "BasePolicy", "JobTimes", "LeafPriorityPolicy", "NoParams",
+           "Policy", "PolicyView", "RunningTask", "SchedulerState", "room_on_one_server",
+           "running_by_leaf"]
 
 
 class Policy(Protocol):
-    """What every scheduling algorithm implements."""
+    """What every scheduling algorithm implements (:class:`BasePolicy`
+    implements all of it; override what you need)."""
 
     name: ClassVar[str]
     description: ClassVar[str]
 
-    def attach(self, state: SchedulerState) -> None:
+    def make_index(self, cluster: Cluster, placement: Placement) -> Any:
+        """The placement index this policy needs, or None (called before attach)."""
+
+    def attach(self, state: PolicyView) -> None:
         """Called once before the first event."""
 
     def on_job_arrival(self, job: Job) -> None: ...
@@ -103,28 +98,38 @@ class NoParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class BasePolicy:
-    """Convenience base: stores the state and funnels every notification into
-    :meth:`leaf_changed`, which is all most policies need."""
+#: A policy's parameter model.
+P = TypeVar("P", bound=BaseModel)
+
+
+class BasePolicy(Generic[P]):
+    """The base every policy here derives from, generic in its params:
+    ``class Mine(BasePolicy[MineParams])`` with ``Params = MineParams`` types
+    ``self.params`` as MineParams.  It keeps the view as ``self.state`` and
+    funnels every notification into :meth:`leaf_changed`, which is all most
+    policies need."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    #: The pydantic model of ``params:`` (the class P stands for).
     Params: ClassVar[type[BaseModel]] = NoParams
+    params: P
+    state: PolicyView
 
     @classmethod
-    def check(cls, params: BaseModel, cluster: Cluster) -> None:
+    def check(cls, params: Any, cluster: Cluster) -> None:
         """Reject params that cannot work on this cluster (raise SpecError)."""
 
-    def make_index(self, cluster: Cluster, placement: str) -> Any:
+    def make_index(self, cluster: Cluster, placement: Placement) -> Any:
         """The placement index this policy needs, or None for the usual
-        resource-fitting one (slot schedulers bring their own)."""
+        resource-fitting one (slot schedulers bring their own).  Called once,
+        before :meth:`attach`."""
         return None
 
-    def __init__(self, params: BaseModel | None = None) -> None:
-        self.params = params if params is not None else self.Params()
-        self.state: SchedulerState
+    def __init__(self, params: P | None = None) -> None:
+        self.params = params if params is not None else cast(P, self.Params())
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         self.state = state
 
     def leaf_changed(self, leaf: int) -> None:
@@ -156,7 +161,7 @@ class BackfillParams(BaseModel):
     backfill: bool = True
 
 
-class LeafPriorityPolicy(BasePolicy):
+class LeafPriorityPolicy(BasePolicy[P], Generic[P]):
     """Serve the demanding leaf with the smallest :meth:`key` whose task fits.
 
     One mechanism for every flat policy: a binary heap of demanding leaves keyed
@@ -169,7 +174,7 @@ class LeafPriorityPolicy(BasePolicy):
 
     Params: ClassVar[type[BaseModel]] = BackfillParams
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         self._heap: list[tuple[Any, int, int]] = []
         self._version = [0] * state.hierarchy.n_nodes  # plain ints: read per decision
@@ -214,15 +219,15 @@ class LeafPriorityPolicy(BasePolicy):
 
 
 # -- preemption helpers shared by the preemptive policies -------------------
-def running_by_leaf(state: Any) -> dict[int, list[int]]:
+def running_by_leaf(state: PolicyView) -> dict[int, list[int]]:
     """Running task ids per leaf, earliest started first."""
     out: dict[int, list[int]] = {}
     for task in state.running_tasks():
-        out.setdefault(state.task_info(task)[1], []).append(task)
+        out.setdefault(state.task_info(task).leaf, []).append(task)
     return out
 
 
-def room_on_one_server(state: Any, need: np.ndarray, tasks: Any) -> list[int]:
+def room_on_one_server(state: PolicyView, need: np.ndarray, tasks: Iterable[int]) -> list[int]:
     """Take tasks from ``tasks`` (an iterable, in the order to preempt them)
     until stopping the ones taken on one server leaves room for ``need`` there;
     returns those, or [] if the candidates run out first.  Tasks started in

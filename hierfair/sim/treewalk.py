@@ -23,11 +23,11 @@ versions are a separate concern).
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import ClassVar, Generic
 
 import numpy as np
 
-from hierfair.sim.policy import BasePolicy, SchedulerState
+from hierfair.sim.policy import BasePolicy, P, PolicyView
 from hierfair.sim.shares import inverse_totals
 
 #: Scores are rounded to this many decimals before comparison, so equal
@@ -48,7 +48,7 @@ def round_score(x: float) -> float:
 class TreeView:
     """Arrays over the hierarchy for level-by-level (vectorised) reductions."""
 
-    def __init__(self, state: SchedulerState) -> None:
+    def __init__(self, state: PolicyView) -> None:
         h = state.hierarchy
         self.n = h.n_nodes
         self.parent = h.parent
@@ -74,14 +74,14 @@ class TreeView:
         return out
 
 
-class TreeWalkPolicy(BasePolicy):
+class TreeWalkPolicy(BasePolicy[P], Generic[P]):
     """Walk from the root to the lowest-scored candidate at every level."""
 
     #: False: candidates are all demanding children, even if nothing under
     #: them fits -- the walk then stops the round (not Pareto-efficient).
     skip_unschedulable: ClassVar[bool] = True
 
-    def attach(self, state: SchedulerState) -> None:
+    def attach(self, state: PolicyView) -> None:
         super().attach(state)
         self.tree = TreeView(state)
         total = state.cluster.total
