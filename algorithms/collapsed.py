@@ -36,7 +36,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from hierfair.errors import SpecError
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Strict
 from hierfair.sim.model import Cluster, Hierarchy
 from hierfair.sim.policy import BackfillParams, BasePolicy, LeafPriorityPolicy, P, PolicyView
 from hierfair.sim.shares import inverse_totals

@@ -42,7 +42,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, Field, field_validator
 
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Strict
 from hierfair.sim.model import Hierarchy, Workload
 from hierfair.sim.policy import (
     BasePolicy,

@@ -42,7 +42,7 @@ from typing import ClassVar
 
 from pydantic import Field, NonNegativeFloat
 
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Strict
 from hierfair.sim.policy import BasePolicy, PolicyView, room_on_one_server, running_by_leaf
 from hierfair.sim.shares import inverse_totals
 

@@ -31,7 +31,7 @@ import numpy as np
 from pydantic import BaseModel, Field, NonNegativeFloat, PositiveInt
 
 from hierfair.errors import SpecError
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Strict
 from hierfair.sim.model import Cluster
 from hierfair.sim.placement import Placement
 from hierfair.sim.policy import BasePolicy, PolicyView

@@ -36,8 +36,7 @@ import numpy as np
 from pydantic import Field, ValidationError, model_validator
 
 from hierfair.errors import SpecError, from_pydantic
-from hierfair.experiment.limits import MAX_TIME
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import MAX_TIME, Strict
 from hierfair.sim.model import Cluster, Workload
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from hierfair.errors import SpecError, did_you_mean
-from hierfair.experiment.limits import MAX_AMOUNT, MAX_TIME, check_range
+from hierfair.fields import MAX_AMOUNT, MAX_TIME, check_range
 from hierfair.sim.model import Cluster, Hierarchy, InputFile, Job, Workload
 
 DATA_ENV = "HIERFAIR_DATA"

@@ -23,7 +23,7 @@ from pydantic import Field, PositiveFloat, PositiveInt
 
 from hierfair.datasets.base import BuildContext, RawJob, finalize
 from hierfair.errors import SpecError
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Strict
 from hierfair.sim.model import Cluster, Workload
 
 #: Table 1: (node, <CPU, Memory, MIC>, tasks).

@@ -28,7 +28,7 @@ from pydantic import Field, PositiveFloat, ValidationError
 
 from hierfair.datasets.base import BuildContext
 from hierfair.errors import SpecError, did_you_mean, from_pydantic
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Strict
 from hierfair.sim.model import Workload
 
 #: Salt of the random stream that picks jobs (independent of the kinds' own).

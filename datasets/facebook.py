@@ -40,7 +40,7 @@ from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from hierfair.datasets.base import BuildContext, RawJob, finalize
 from hierfair.errors import SpecError
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Strict
 from hierfair.sim.model import Workload
 
 #: H-DRF Table 1: (lowest tasks, highest tasks or None, % of Facebook jobs,

@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, PositiveInt
 
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Strict
 from hierfair.sim.model import Hierarchy
 
 

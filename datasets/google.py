@@ -45,7 +45,7 @@ from pydantic import Field, PositiveFloat, PositiveInt
 from hierfair.datasets.base import BuildContext, RawJob, finalize, identify, resolve_traces
 from hierfair.datasets.tables import read_table
 from hierfair.errors import SpecError
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Strict
 from hierfair.sim.model import Workload
 
 TASK_COLUMNS = ("time", "missing", "job", "task", "machine", "event", "user", "sched_class",

@@ -20,8 +20,7 @@ from pydantic import Field, PositiveInt
 
 from hierfair.datasets.base import BuildContext, RawJob, finalize
 from hierfair.errors import SpecError
-from hierfair.experiment.limits import Amount, PositiveTime, Time
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Amount, PositiveTime, Strict, Time
 from hierfair.sim.model import Workload
 
 

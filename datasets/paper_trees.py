@@ -39,8 +39,7 @@ from pydantic import Field
 
 from hierfair.datasets.tree import from_nested
 from hierfair.errors import SpecError
-from hierfair.experiment.limits import Weight
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Strict, Weight
 from hierfair.sim.model import Hierarchy
 
 

@@ -34,7 +34,7 @@ from hierfair.datasets.base import (
     resolve_trace,
 )
 from hierfair.datasets.tables import read_table
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Strict
 from hierfair.sim.model import Workload
 
 FIELDS = ("job", "submit", "wait", "run", "procs", "cpu_used", "mem_used", "procs_req",

@@ -45,7 +45,7 @@ from hierfair.datasets.base import (
     resolve_traces,
 )
 from hierfair.datasets.tables import read_table
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Strict
 from hierfair.sim.model import Workload
 
 COLUMNS = ("job", "submit", "gap", "map_input_bytes", "shuffle_bytes", "reduce_output_bytes",

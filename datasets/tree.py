@@ -20,8 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hierfair.errors import SpecError, from_pydantic
-from hierfair.experiment.limits import Weight
-from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Strict, Weight
 from hierfair.sim.model import Hierarchy
 
 

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from hierfair.cli import main
-from hierfair.experiment.claims import evaluate, expected_verdict, time_statistic
+from hierfair.experiment.claims import evaluate, expected_verdict
+from hierfair.experiment.stats import time_statistic
 from hierfair.experiment.spec import build_experiment, load_spec, read_yaml
 from hierfair.experiment.sweep import sweep
 from hierfair.report import write_report

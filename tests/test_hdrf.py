@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hierfair.experiment.allocate import Allocation, allocate
-from hierfair.experiment.results import time_average
+from hierfair.experiment.stats import time_average
 from hierfair.experiment.runner import simulate
 from hierfair.experiment.spec import AlgorithmSpec, build_experiment, load_spec, read_yaml
 

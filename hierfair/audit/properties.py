@@ -28,7 +28,7 @@ import pandas as pd
 from hierfair.audit.oracle import guarantee, progressive_filling
 from hierfair.audit.probe import Fill, Probe
 from hierfair.audit import misreport
-from hierfair.experiment.claims import time_statistic
+from hierfair.experiment.stats import time_statistic
 
 HDRF = ("static-hdrf", "hdrf", "hdrf-fast")
 EPS = 1e-9

@@ -50,7 +50,14 @@ from hierfair.experiment.detail import detail_table
 from hierfair.experiment.improvement import improvement_between
 from hierfair.experiment.results import WALL_CLOCK_COLUMNS
 from hierfair.experiment.spec import Experiment
-from hierfair.experiment.stats import Decision, Sample, combine, decide_bound, decide_equals
+from hierfair.experiment.stats import (
+    Decision,
+    Sample,
+    combine,
+    decide_bound,
+    decide_equals,
+    time_statistic,
+)
 from hierfair.experiment.verdict import (
     CheckResult,
     Verdict,
@@ -327,27 +334,6 @@ class _Measurer:
         if resource == "dominant_share":
             return shares.max(axis=1) if len(shares) else np.zeros(0)
         return shares[:, cluster.resources.index(resource)]
-
-
-def time_statistic(series: pd.DataFrame, values: np.ndarray, stat: str,
-                    window: tuple[float, float] | None, end: float) -> float:
-    """Mean, median, min or max of a step function given at change points,
-    counting each value for as long as it held within the window."""
-    t = series["time"].to_numpy(dtype=float)
-    lo, hi = window if window is not None else (0.0, end)
-    starts = np.clip(t, lo, hi)
-    ends = np.clip(np.append(t[1:], max(end, hi)), lo, hi)
-    held = ends - starts
-    if not len(values) or held.sum() <= 0:
-        return float("nan")
-    if stat == "mean":
-        return float(np.sum(values * held) / held.sum())
-    if stat in ("min", "max"):
-        seen = values[held > 0]
-        return float(seen.min() if stat == "min" else seen.max())
-    order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(held[order])
-    return float(values[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
 
 
 #: How much finer tasks are cut to judge a fluid claim (H-DRF and DRF state

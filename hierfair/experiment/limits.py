@@ -13,22 +13,27 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
-
-from pydantic import AfterValidator, Field
+from typing import Any
 
 from hierfair.errors import SpecError
+# The bounds and field types live in the leaf below the engine (algorithms/ and
+# datasets/ use them too); the harness reads them from here as before.
+from hierfair.fields import (  # noqa: F401 - re-exported
+    MAX_AMOUNT,
+    MAX_NUMBER,
+    MAX_SEED,
+    MAX_TIME,
+    MAX_WEIGHT,
+    MIN_WEIGHT,
+    Amount,
+    PositiveAmount,
+    PositiveTime,
+    Seed,
+    Time,
+    Weight,
+    check_range,
+)
 
-#: Any number in a spec: beyond 2**53 an integer is no longer exact as a float.
-MAX_NUMBER = float(2**53)
-#: Simulated time, in seconds (about 31.7 years): submit times, durations, repairs.
-MAX_TIME = 1e9
-#: A capacity or a per-task demand, in the resource's own unit.
-MAX_AMOUNT = 1e12
-#: Node weights: their ratios must stay representable in shares.
-MIN_WEIGHT, MAX_WEIGHT = 1e-9, 1e9
-#: Seeds feed numpy's SeedSequence and are stored as int64.
-MAX_SEED = 2**32 - 1
 #: A spec's name and an algorithm's label become file and folder names (the
 #: results folder, its runs' folders): one path component of at most this
 #: many characters, letters, digits, '.', '_' and '-', starting with a letter
@@ -109,11 +114,6 @@ def check_numbers(data: Any, where: str = "", _inside: tuple[int, ...] = ()) -> 
     elif isinstance(data, list | tuple):
         for i, value in enumerate(data):
             check_numbers(value, f"{where}[{i}]", _inside)
-
-
-def check_range(value: float, low: float, high: float, where: str) -> None:
-    if not low <= value <= high:
-        raise SpecError(f"out of range [{low:g}, {high:g}]", where=where, value=value)
 
 
 # -- memory ---------------------------------------------------------------------
@@ -365,18 +365,3 @@ def parse_bytes(text: str) -> int:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(text)
     return int(value)
-
-
-# -- the same limits as pydantic field types, for the spec models ------------------
-Time = Annotated[float, Field(ge=0, le=MAX_TIME)]  # seconds
-PositiveTime = Annotated[float, Field(gt=0, le=MAX_TIME)]
-Amount = Annotated[float, Field(ge=0, le=MAX_AMOUNT)]  # a capacity or a demand
-PositiveAmount = Annotated[float, Field(gt=0, le=MAX_AMOUNT)]
-def _weight(value: float) -> float:
-    if value < MIN_WEIGHT:
-        raise ValueError(f"a weight must be at least {MIN_WEIGHT:g}")
-    return value
-
-
-Weight = Annotated[float, Field(gt=0, le=MAX_WEIGHT), AfterValidator(_weight)]
-Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hierfair.experiment.stats import time_average
 from hierfair.sim import SimulationResult
 
 #: Columns of runs.parquet that measure the machine, not the schedule.
@@ -32,14 +33,6 @@ WALL_CLOCK_COLUMNS: tuple[str, ...] = (
     "wall_seconds",
     "host",
 )
-
-
-def time_average(times: np.ndarray, values: np.ndarray, end: float) -> float:
-    """Mean of a step function (value ``values[k]`` from ``times[k]`` on) over [0, end]."""
-    if end <= 0 or times.size == 0:
-        return 0.0
-    t = np.append(np.clip(times, 0, end), end)
-    return float(np.sum(values * np.diff(t)) / end)
 
 
 #: H-DRF Table 1's Facebook bins: "mice" have at most 19 tasks, "hogs" 500 or more.

@@ -1,7 +1,9 @@
-"""The pydantic base every spec model derives from: unknown keys are errors."""
+"""The pydantic base every spec model derives from: unknown keys are errors.
 
-from pydantic import BaseModel, ConfigDict
+It lives in :mod:`hierfair.fields` (below algorithms/ and datasets/); this
+name stays for code written against it.
+"""
 
+from hierfair.fields import Strict
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+__all__ = ["Strict"]

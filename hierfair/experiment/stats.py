@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 Outcome = Literal["holds", "refuted", "inconclusive"]
@@ -135,3 +136,37 @@ def combine(outcomes: list[Outcome]) -> Outcome:
         if word in outcomes:
             return word  # type: ignore[return-value]
     return "holds"
+
+
+# -- statistics of a step function over time -----------------------------------------
+# Two forms, kept apart because their float paths differ and results are
+# byte-for-byte stable: runs.parquet's utilisation divides by the run's length
+# (time before the first change point counts as 0); a claim's time statistic
+# divides by the time covered inside its window.
+def time_average(times: np.ndarray, values: np.ndarray, end: float) -> float:
+    """Mean of a step function (value ``values[k]`` from ``times[k]`` on) over [0, end]."""
+    if end <= 0 or times.size == 0:
+        return 0.0
+    t = np.append(np.clip(times, 0, end), end)
+    return float(np.sum(values * np.diff(t)) / end)
+
+
+def time_statistic(series: pd.DataFrame, values: np.ndarray, stat: str,
+                    window: tuple[float, float] | None, end: float) -> float:
+    """Mean, median, min or max of a step function given at change points,
+    counting each value for as long as it held within the window."""
+    t = series["time"].to_numpy(dtype=float)
+    lo, hi = window if window is not None else (0.0, end)
+    starts = np.clip(t, lo, hi)
+    ends = np.clip(np.append(t[1:], max(end, hi)), lo, hi)
+    held = ends - starts
+    if not len(values) or held.sum() <= 0:
+        return float("nan")
+    if stat == "mean":
+        return float(np.sum(values * held) / held.sum())
+    if stat in ("min", "max"):
+        seen = values[held > 0]
+        return float(seen.min() if stat == "min" else seen.max())
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(held[order])
+    return float(values[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
