@@ -521,17 +521,17 @@ def _audit(args: argparse.Namespace) -> int:
 
     from hierfair.algorithms import make_policy
     from hierfair.audit.instance import Shape
-    from hierfair.audit.names import PROPERTY_NAMES
     from hierfair.audit.write import run_audit
     from hierfair.errors import SpecError
+    from hierfair.experiment.properties import PROPERTIES
 
     for flag, value, lo, hi in (("--instances", args.instances, 1, 1_000_000),
                                 ("--depth", args.depth, 1, 6), ("--fanout", args.fanout, 2, 8)):
         if not lo <= value <= hi:
             raise SpecError(f"must be from {lo} to {hi:,}", where=flag, value=value)
     for name in args.properties or ():
-        if name not in PROPERTY_NAMES:
-            raise SpecError(f"choose from {', '.join(PROPERTY_NAMES)}", where="--properties",
+        if name not in PROPERTIES:
+            raise SpecError(f"choose from {', '.join(PROPERTIES)}", where="--properties",
                             value=name)
     for name in args.algorithms or ():
         try:

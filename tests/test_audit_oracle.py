@@ -1,4 +1,4 @@
-"""The independent static H-DRF oracle (hierfair.audit.oracle) against the
+"""The independent static H-DRF oracle (hierfair.experiment.oracle) against the
 paper's published numbers, against the reference (hierfair.algorithms.hdrf),
 and against the hierarchical share guarantee (H-DRF §2.1, Theorem 2).
 
@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hierfair.algorithms.hdrf import static_hdrf
-from hierfair.audit.oracle import (
+from hierfair.experiment.oracle import (
     TOLERANCE,
     guarantee,
     node_dominant,

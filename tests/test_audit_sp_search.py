@@ -1,5 +1,5 @@
 """The misreport search behind the audit's strategy-proofness properties
-(hierfair/audit/misreport.py, docs/properties.md "Strategy-proofness by
+(hierfair/experiment/misreport.py, docs/properties.md "Strategy-proofness by
 search"): it finds static H-DRF's mix-change violation, finds nothing where
 DRF's theorem holds, costs what it says, and is deterministic."""
 
@@ -10,13 +10,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from hierfair.audit import misreport
+from hierfair.experiment import misreport
 from hierfair.audit.instance import Instance, draw
-from hierfair.audit.misreport import (EXACT, FLUID_TOL, Budget, Liar, assess,
+from hierfair.experiment.misreport import (EXACT, FLUID_TOL, Budget, Liar, assess,
                                       evaluations_at_most, search, seed_of)
-from hierfair.audit.oracle import progressive_filling
-from hierfair.audit.probe import Probe
-from hierfair.audit.properties import PROPERTIES, _kind
+from hierfair.experiment.oracle import progressive_filling
+from hierfair.experiment.probe import Probe
+from hierfair.experiment.properties import PROPERTIES, _kind
 from hierfair.audit.runner import Probed
 
 # Static H-DRF is not strategy-proof (issue 25, item 8; the violation issue 13

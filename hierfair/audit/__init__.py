@@ -2,22 +2,16 @@
 papers promise, on the same seeded random instances, with each violation
 shrunk to a minimal counterexample spec (docs/properties.md).
 
-Exports load on first use: the spec schema imports :mod:`hierfair.audit.names`
-while the audit itself builds on the spec, so this package must import
-nothing eagerly.
+The properties themselves (hierfair.experiment.properties, with the probe,
+oracle and misreport search they use) sit below the harness's claims, which
+check them too; this package draws instances, runs every property on them,
+shrinks what fails and writes the results.
 """
 
-from importlib import import_module
-from typing import Any
+from hierfair.audit.instance import Instance, Shape, draw
+from hierfair.audit.runner import audit, shrink, summarise
+from hierfair.audit.write import run_audit
+from hierfair.experiment.properties import PROPERTIES, Outcome, Property
 
-_EXPORTS = {"PROPERTIES": "properties", "Outcome": "properties", "Property": "properties",
-            "Instance": "instance", "Shape": "instance", "draw": "instance",
-            "audit": "runner", "shrink": "runner", "summarise": "runner",
-            "run_audit": "write"}
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'hierfair.audit' has no attribute {name!r}")
-    return getattr(import_module(f"hierfair.audit.{_EXPORTS[name]}"), name)
+__all__ = ["PROPERTIES", "Instance", "Outcome", "Property", "Shape", "audit", "draw",
+           "run_audit", "shrink", "summarise"]

@@ -19,8 +19,8 @@ from joblib import delayed
 
 from hierfair.algorithms import ALGORITHMS
 from hierfair.audit.instance import DEFAULT_SHAPE, Instance, Shape, draw, size, smaller
-from hierfair.audit.probe import Probe
-from hierfair.audit.properties import PROPERTIES, Outcome, Property
+from hierfair.experiment.probe import Probe
+from hierfair.experiment.properties import PROPERTIES, Outcome, Property
 from hierfair.experiment.spec import Experiment, build_experiment
 from hierfair.experiment.workers import parallel
 

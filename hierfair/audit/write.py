@@ -21,7 +21,7 @@ import yaml
 from joblib import delayed
 
 from hierfair.audit.instance import DEFAULT_SHAPE, Instance, Shape, draw
-from hierfair.audit.properties import PROPERTIES, Outcome
+from hierfair.experiment.properties import PROPERTIES, Outcome
 from hierfair.audit.runner import (
     FINER,
     audit,

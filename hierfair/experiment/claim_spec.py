@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, field_validator, model_validator
 
-from hierfair.audit.names import PROPERTY_NAMES
 from hierfair.errors import SpecError
+from hierfair.experiment.properties import PROPERTIES
 from hierfair.experiment.spec_base import Strict
 from hierfair.sim.model import ROOT, ROOT_NAME
 
@@ -37,7 +37,7 @@ class CheckSpec(Strict):
     #: (``leaf`` keeps one leaf's), seeds are averaged.
     improvement_over: str | None = None
     leaf: str | None = None
-    #: A fairness property of the audit (hierfair.audit.properties, e.g.
+    #: A fairness property of the audit (hierfair.experiment.properties, e.g.
     #: ``share-guarantee``): the value is how far the worst case is from
     #: holding, in the property's unit (docs/properties.md).
     property: str | None = None
@@ -191,8 +191,8 @@ def validate(claims: list[ClaimSpec], labels: list[str], paths: tuple[str, ...],
                     raise SpecError(f"not one of the spec's algorithms {labels}",
                                     where=f"{where}.{key}", value=other)
             if check.property is not None:
-                if check.property not in PROPERTY_NAMES:
-                    raise SpecError(f"choose one of {list(PROPERTY_NAMES)}",
+                if check.property not in PROPERTIES:
+                    raise SpecError(f"choose one of {list(PROPERTIES)}",
                                     where=f"{where}.property", value=check.property)
             if check.leaf is not None and check.leaf not in paths:
                 raise SpecError("no such leaf in the hierarchy", where=f"{where}.leaf",

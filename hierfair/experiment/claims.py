@@ -48,6 +48,8 @@ from hierfair.experiment.allocate import allocate
 from hierfair.experiment.claim_spec import Bound, CheckSpec
 from hierfair.experiment.detail import detail_table
 from hierfair.experiment.improvement import improvement_between
+from hierfair.experiment.probe import Probe
+from hierfair.experiment.properties import PROPERTIES
 from hierfair.experiment.results import WALL_CLOCK_COLUMNS
 from hierfair.experiment.spec import Experiment
 from hierfair.experiment.stats import (
@@ -270,8 +272,6 @@ class _Measurer:
         return pd.Series(values, dtype=float)
 
     def _property(self, check: CheckSpec, label: str) -> Measured:
-        from hierfair.audit.probe import Probe  # the audit builds on the harness
-        from hierfair.audit.properties import PROPERTIES
 
         algo = next(a for a in self.exp.spec.algorithms if a.display == label)
         out = PROPERTIES[check.property].check(Probe(self.exp, algo))

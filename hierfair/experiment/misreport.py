@@ -30,10 +30,12 @@ import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hierfair.audit.probe import Probe
+if TYPE_CHECKING:  # a probe is passed in: this module builds none of its own kind
+    from hierfair.experiment.probe import Probe
 
 #: The local search's first and smallest steps (in units of the dominant entry).
 FIRST_STEP = 0.25
@@ -369,7 +371,7 @@ def _exact(p: Probe, group: bool) -> dict[tuple[int, ...], Result]:
     algorithms): every single leaf, or the first EXACT_GROUPS sibling groups,
     groups seeded with their members' best single lies."""
     def make() -> dict[tuple[int, ...], Result]:
-        q = p if p.algorithm.name == "static-hdrf" else Probe(p.exp, "static-hdrf")
+        q = p if p.algorithm.name == "static-hdrf" else type(p)(p.exp, "static-hdrf")
         sets = _candidates(q, group)
         if not group:
             return {s: _run(q, s, EXACT, []) for s in sets}
