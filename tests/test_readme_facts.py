@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hierfair import cli
+from hierfair import cli, cli_commands
 from hierfair.cli import main
 
 from .conftest import EXPERIMENTS, ROOT, spec_with
@@ -95,7 +95,8 @@ def test_list_with_no_experiments_anywhere_says_where_it_looked(tmp_path: Path, 
                                                                 monkeypatch):
     monkeypatch.chdir(tmp_path)
     nowhere = tmp_path / "site-packages" / "experiments"
-    monkeypatch.setattr(cli, "_shipped_experiments", lambda: nowhere)
+    # looked up where `hierfair list` is implemented (cli.py re-exports it)
+    monkeypatch.setattr(cli_commands, "_shipped_experiments", lambda: nowhere)
     assert main(["list"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("experiments: none found (looked in ./experiments and ")

@@ -1,0 +1,116 @@
+"""Building a spec's cluster, and checking its headroom: the servers written
+out or a cluster kind become a :class:`~hierfair.sim.model.Cluster`, with the
+placement and the ``cluster.headroom`` kept free on every server (an explicit
+vector must fit each server; the algorithms that keep it must place tasks
+through the shared index)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError, field_validator
+
+from hierfair.algorithms import ALGORITHMS, make_policy
+from hierfair.datasets import CLUSTER_KINDS, parse
+from hierfair.errors import SpecError, did_you_mean, from_pydantic
+from hierfair.experiment.spec_base import Strict
+from hierfair.experiment.spec_models import AlgorithmSpec, ClusterSpec, HeadroomSpec, _no_headroom
+from hierfair.sim.model import Cluster
+from hierfair.sim.policy import BasePolicy
+
+
+def _split_headroom(data: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A cluster kind's own fields, and its ``headroom`` (every kind has one)."""
+    rest = {k: v for k, v in data.items() if k != "headroom"}
+    return rest, data.get("headroom")
+
+
+class _KindHeadroom(Strict):
+    headroom: HeadroomSpec | None = None
+
+    _none = field_validator("headroom", mode="before")(_no_headroom)
+
+
+def _build_cluster(data: dict[str, Any]) -> tuple[Cluster, str, HeadroomSpec | None]:
+    if "kind" in data:
+        rest, raw = _split_headroom(data)
+        kind, params = parse(CLUSTER_KINDS, rest, "cluster")
+        try:
+            headroom = _KindHeadroom.model_validate({"headroom": raw}).headroom
+        except ValidationError as exc:
+            raise from_pydantic(exc, prefix="cluster", model=_KindHeadroom) from None
+        cluster = kind.build(params)
+        _check_headroom(headroom, cluster)
+        return cluster, params.placement, headroom  # type: ignore[attr-defined]
+    try:
+        spec = ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        raise from_pydantic(exc, prefix="cluster", model=ClusterSpec) from None
+    resources = tuple(spec.resources)
+    rows, names = [], []
+    for i, server in enumerate(spec.servers):
+        for r in server.capacity:
+            if r not in resources:
+                raise SpecError(f"unknown resource; the cluster has {list(resources)}",
+                                where=f"cluster.servers[{i}].capacity.{r}", value=r)
+        vec = [float(server.capacity.get(r, 0.0)) for r in resources]
+        base = server.name or f"s{i}"
+        for k in range(server.count):
+            rows.append(vec)
+            names.append(base if server.count == 1 else f"{base}-{k}")
+    caps = np.array(rows)
+    empty = [r for r, total in zip(resources, caps.sum(axis=0)) if total <= 0]
+    if empty:
+        raise SpecError("resource has no capacity on any server", where="cluster.resources",
+                        value=empty[0])
+    cluster = Cluster(resources=resources, capacities=caps, server_names=tuple(names))
+    _check_headroom(spec.headroom, cluster)
+    return cluster, spec.placement, spec.headroom
+
+
+def _vector(cluster: Cluster, v: np.ndarray) -> str:
+    return "<" + ", ".join(f"{r} {x:g}" for r, x in zip(cluster.resources, v.tolist())) + ">"
+
+
+def _check_headroom(headroom: HeadroomSpec | None, cluster: Cluster) -> None:
+    """An explicit headroom names the cluster's resources and fits on every
+    server (it is kept free on each; docs/spec.md)."""
+    if headroom is None or not isinstance(headroom.size, dict):
+        return
+    for r, amount in headroom.size.items():
+        where = f"cluster.headroom.size.{r}"
+        if r not in cluster.resources:
+            raise SpecError(f"unknown resource; the cluster has {list(cluster.resources)}",
+                            where=where, value=r)
+        col = cluster.capacities[:, cluster.resources.index(r)]
+        if np.any(col < amount):
+            s = int(np.flatnonzero(col < amount)[0])
+            raise SpecError(f"larger than server {cluster.server_names[s]}'s {r} "
+                            f"({col[s]:g}): a headroom is kept free on every server",
+                            where=where, value=amount)
+
+
+def _headroom_algorithm_problems(headroom: HeadroomSpec, algorithms: list[AlgorithmSpec]
+                                 ) -> list[SpecError]:
+    """``cluster.headroom.algorithms`` names algorithms (the spec's, or any
+    known one: a spec may list fewer), and each algorithm that keeps the
+    headroom places tasks through the shared index."""
+    policies = [make_policy(a.name, a.params) for a in algorithms]
+    names = [type(p).name for p in policies]
+    known = [*ALGORITHMS, *(n for n in names if n not in ALGORITHMS)]
+    out = []
+    for i, name in enumerate(headroom.algorithms or ()):
+        if name not in known:
+            out.append(SpecError(f"unknown algorithm;{did_you_mean(name, known)} this spec's: "
+                                 f"{', '.join(dict.fromkeys(names))}",
+                                 where=f"cluster.headroom.algorithms[{i}]", value=name))
+    for i, (policy, name) in enumerate(zip(policies, names)):
+        keeps = headroom.algorithms is None or name in headroom.algorithms
+        if keeps and type(policy).make_index is not BasePolicy.make_index:
+            hint = " (hdrf makes the same decisions)" if name == "hdrf-fast" else ""
+            out.append(SpecError(
+                "places tasks through its own index, which cannot keep cluster.headroom; "
+                f"use another algorithm{hint} or leave it out of cluster.headroom.algorithms",
+                where=f"algorithms[{i}].name", value=algorithms[i].name))
+    return out
