@@ -22,10 +22,9 @@ def _plans(args: argparse.Namespace) -> list:
     so a typo in the last one does not surface after an hour of work; what the
     user should know about the inputs is said once, on stderr."""
     from hierfair.errors import SpecError
-    from hierfair.experiment.spec import read_yaml
-    from hierfair.experiment.sweep import plan
-
     from hierfair.experiment import overrides as cli_overrides
+    from hierfair.experiment.plan import plan
+    from hierfair.experiment.spec import read_yaml
     from hierfair.experiment.limits import MAX_RUNS
 
     if args.max_runs is not None and args.max_runs < 1:
@@ -108,7 +107,9 @@ def _run(args: argparse.Namespace) -> int:
     from hierfair.errors import SpecError
     from hierfair.experiment.claims import read_verdicts
     from hierfair.experiment.limits import MAX_TIME
-    from hierfair.experiment.sweep import Progress, describe_plan, sweep
+    from hierfair.experiment.cache import describe_plan
+    from hierfair.experiment.progress import Progress
+    from hierfair.experiment.sweep import sweep
 
     if args.jobs is not None and not 0 <= args.jobs <= MAX_JOBS:
         raise SpecError(f"must be from 0 (this process) to {MAX_JOBS}", where="--jobs",

@@ -112,13 +112,14 @@ def trace(traces: Path) -> TraceFiles:
 def broken_fifo(monkeypatch):
     """Every run of ``fifo`` fails with a bug: once the plan has validated a
     spec, only a bug (or a timeout) can make a run fail."""
-    from hierfair.experiment import sweep as sweep_module
+    # patched where the run looks it up (hierfair.experiment.execute._simulate)
+    from hierfair.experiment import execute as execute_module
 
-    real = sweep_module.make_policy
+    real = execute_module.make_policy
 
     def broken(name, params=None):
         if name == "fifo":
             raise ZeroDivisionError("a bug in a policy")
         return real(name, params)
 
-    monkeypatch.setattr(sweep_module, "make_policy", broken)
+    monkeypatch.setattr(execute_module, "make_policy", broken)

@@ -1,5 +1,6 @@
 """The experiment harness: specs (:mod:`~hierfair.experiment.spec`), planned
-and cached sweeps (:mod:`~hierfair.experiment.sweep`), result tables
+(:mod:`~hierfair.experiment.plan`) and cached (:mod:`~hierfair.experiment.cache`)
+sweeps (:mod:`~hierfair.experiment.sweep`), result tables
 (:mod:`~hierfair.experiment.results`), published claims checked against them
 (:mod:`~hierfair.experiment.claim_spec`, :mod:`~hierfair.experiment.claims`)
 and static allocations (:mod:`~hierfair.experiment.allocate`).  Imports flow

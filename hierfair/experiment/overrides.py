@@ -23,8 +23,8 @@ import yaml
 
 from hierfair.algorithms import policy_class
 from hierfair.errors import SpecError
+from hierfair.experiment.grid import apply_grid_value  # the grid's path syntax
 from hierfair.experiment.limits import MAX_ADAPTIVE_SEEDS, MAX_SEED
-from hierfair.experiment.sweep import apply_grid_value  # the grid's path syntax
 
 
 class Overrides(NamedTuple):

@@ -7,15 +7,21 @@ even importing its libraries at start-up.  So joblib's loky workers are
 started with SIGINT ignored, a disposition a new process inherits from the
 moment it exists (:func:`parallel`), and keep ignoring it (the initializer,
 for a worker loky starts again later).
+
+:func:`_backend` configures joblib for a sweep's runs: these local
+processes (``loky``) or a Dask cluster (``dask``).
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from hierfair.errors import EnvironmentProblem, SpecError
 
 
 def ignore_interrupts() -> None:
@@ -50,3 +56,39 @@ def parallel(n_jobs: int, tasks: Iterable[Any], unordered: bool = False) -> Iter
     finally:
         if main:
             signal.signal(signal.SIGINT, before)
+
+
+@contextmanager
+def _backend(backend: str, jobs: int | None, scheduler: str | None) -> Iterator[int]:
+    """Configure joblib for ``backend``; yields the n_jobs to use."""
+    import joblib
+
+    if backend == "loky":
+        with quiet_workers():
+            yield jobs or -1
+        return
+    if backend != "dask":
+        raise SpecError("unknown backend; choose loky or dask", where="--backend", value=backend)
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise EnvironmentProblem("--backend dask: needs dask.distributed, which is not "
+                                 "installed: pip install 'hierfair[cluster]'") from None
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise EnvironmentProblem(f"--scheduler: cannot reach the Dask scheduler at "
+                                     f"{scheduler} ({exc})") from None
+        cluster = None
+    else:
+        cluster = LocalCluster(n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1,
+                               processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        with joblib.parallel_config(backend="dask"):
+            yield -1
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

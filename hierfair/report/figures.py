@@ -170,8 +170,8 @@ def grid_experiments(folder: Path, points: pd.Series) -> dict[int, object]:
     import copy
     import itertools
 
+    from hierfair.experiment.grid import apply_grid_value
     from hierfair.experiment.spec import build_experiment
-    from hierfair.experiment.sweep import apply_grid_value
 
     base = load_saved(folder)
     resolved = base.spec.model_dump(mode="json")
