@@ -23,9 +23,9 @@ def _plans(args: argparse.Namespace) -> list:
     user should know about the inputs is said once, on stderr."""
     from hierfair.errors import SpecError
     from hierfair.experiment import overrides as cli_overrides
+    from hierfair.experiment.limits import MAX_RUNS
     from hierfair.experiment.plan import plan
     from hierfair.experiment.spec import read_yaml
-    from hierfair.experiment.limits import MAX_RUNS
 
     if args.max_runs is not None and args.max_runs < 1:
         raise SpecError("must be at least 1", where="--max-runs", value=args.max_runs)
