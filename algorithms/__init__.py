@@ -12,7 +12,6 @@ entry-point group.  :func:`policy_class` resolves all three.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import importlib
 import re
@@ -41,7 +40,7 @@ from hierfair.algorithms.hdrf_fast import FastHDRF
 from hierfair.algorithms.mch import MCH
 from hierfair.algorithms.pdrf import PDRF
 from hierfair.algorithms.slots import Slots
-from hierfair.errors import SpecError, from_pydantic
+from hierfair.errors import SpecError, did_you_mean, from_pydantic
 from hierfair.sim.policy import BasePolicy
 
 ALGORITHMS: Mapping[str, type[BasePolicy]] = {
@@ -103,9 +102,7 @@ def policy_class(name: str) -> type[BasePolicy]:
     if ":" in name:
         return _import_policy(name, name)
     known = sorted([*ALGORITHMS, *found])
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    raise SpecError(f"unknown algorithm; {hint}known: {', '.join(known)} (or "
+    raise SpecError(f"unknown algorithm;{did_you_mean(name, known)} known: {', '.join(known)} (or "
                     "package.module:Class, docs/extending.md)", where="algorithm", value=name)
 
 

@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-from hierfair.experiment.runner import simulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from throughput import ROOT, algorithm, load  # noqa: E402 - a sibling script
@@ -37,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     profile = cProfile.Profile()
     start = time.process_time()
     profile.enable()
-    result = simulate(exp, algo, seed)
+    result = exp.simulate(algo, seed)
     profile.disable()
     cpu = time.process_time() - start
     tasks = len(result.tasks)

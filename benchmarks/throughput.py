@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 from hierfair.errors import SpecError
-from hierfair.experiment.runner import simulate
 from hierfair.experiment.spec import AlgorithmSpec, Experiment, load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.algorithm or ["drf"]:
         algo = algorithm(exp, name)
         start = time.process_time()
-        result = simulate(exp, algo, seed)
+        result = exp.simulate(algo, seed)
         cpu = time.process_time() - start
         tasks = len(result.tasks)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux

@@ -132,7 +132,7 @@ def steady_decisions(policy: BasePolicy, instance: Instance, decisions: int) -> 
     # (a few tenths of a us, the same for every algorithm) to every decision.
     def counted() -> int | None:
         nonlocal left
-        if sims[0].now > 0:
+        if sims[0].view.now > 0:
             left -= 1
             if left < 0:
                 raise _Enough

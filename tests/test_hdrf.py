@@ -10,7 +10,6 @@ import pytest
 
 from hierfair.experiment.allocate import Allocation, allocate
 from hierfair.experiment.stats import time_average
-from hierfair.experiment.runner import simulate
 from hierfair.experiment.spec import AlgorithmSpec, build_experiment, load_spec, read_yaml
 
 from .conftest import EXPERIMENTS
@@ -191,7 +190,7 @@ def test_naive_hdrf_starves_n21_in_a_running_system():
     algos = {a.name: a for a in exp.spec.algorithms}
     held = {}
     for name in ("naive-hdrf", "hdrf"):
-        result = simulate(exp, algos[name], 0)
+        result = exp.simulate(algos[name], 0)
         alloc = result.allocations
         n21 = alloc[alloc["path"] == "n2/n21"]
         end = result.jobs.set_index("leaf").loc["n1/n11", "finish"]

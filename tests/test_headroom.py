@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from hierfair.algorithms import make_policy
 from hierfair.cli import main
-from hierfair.experiment.runner import simulate
 from hierfair.experiment.spec import build_experiment
 from hierfair.sim import Simulator
 from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
@@ -45,7 +44,7 @@ def _starts(headroom=None, mem=1.5, algorithm="drf", others=()):
     """(the CPU tasks' start times, the GPU task's start time or None), under
     ``algorithm`` (in a spec that lists ``others`` too)."""
     exp = build_experiment(_spec(headroom, mem, algorithm, others))
-    tasks = simulate(exp, exp.spec.algorithms[0], 0).tasks
+    tasks = exp.simulate(exp.spec.algorithms[0], 0).tasks
     cpu = tasks[tasks.job == 0].start.tolist()
     gpu = tasks[tasks.job == 1].start.iloc[0]
     return cpu, (None if np.isnan(gpu) else gpu)
@@ -261,10 +260,11 @@ def test_no_or_a_zero_headroom_gives_the_same_schedule(n, jobs, algorithm, rule,
 def test_a_spec_without_headroom_runs_as_before():
     base = _spec()
     same = [_spec("none"), _spec({**PAPER, "algorithms": ["hdrf"]}, others=["hdrf"])]
-    want = simulate(build_experiment(base), build_experiment(base).spec.algorithms[0], 0).tasks
+    first = build_experiment(base)
+    want = first.simulate(first.spec.algorithms[0], 0).tasks
     for data in same:
         exp = build_experiment(data)
-        assert simulate(exp, exp.spec.algorithms[0], 0).tasks.equals(want)
+        assert exp.simulate(exp.spec.algorithms[0], 0).tasks.equals(want)
 
 
 # -- refused, one line each ---------------------------------------------------------------

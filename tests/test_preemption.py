@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 import hierfair
 from hierfair.algorithms import make_policy
 from hierfair.experiment.results import summarize
-from hierfair.experiment.runner import run_experiment
 from hierfair.experiment.spec import build_experiment, load_spec, read_yaml
 from hierfair.sim import Livelock
 from hierfair.sim.policy import BasePolicy
@@ -112,7 +111,7 @@ def test_pdrf_at_p1_without_preemption_is_drf():
 def test_pdrf_lowers_the_wait_of_mice(tmp_path):
     data = read_yaml(EXPERIMENTS / "hogs-and-mice.yaml")
     data["seeds"] = [0]  # the spec's claims check all ten (test_claims)
-    runs = run_experiment(build_experiment(data), tmp_path, jobs=2).set_index("label")
+    runs = hierfair.run(data, out=tmp_path, jobs=2).set_index("label")
     drf = runs.loc["drf"]
     pdrf = runs.loc[["pdrf", "pdrf-p0.25", "pdrf-p1"]]  # with preemption, p = 0.5, 0.25, 1
     assert (pdrf["wait_median_mice"] < drf["wait_median_mice"] / 2).all()
@@ -143,7 +142,7 @@ def test_server_failure_restarts_tasks_elsewhere(tmp_path):
 
 
 def test_hdrf_preemptive_gives_a_late_leaf_its_share_at_once(tmp_path):
-    runs = run_experiment(load_spec(EXPERIMENTS / "hdrf-preemptive.yaml"), tmp_path)
+    runs = hierfair.run(EXPERIMENTS / "hdrf-preemptive.yaml", out=tmp_path, jobs=1)
     jobs = hierfair.load(tmp_path / "hdrf-preemptive").jobs
     first = jobs[jobs["leaf"] == "n2/n21"].set_index("run")["first_start"]
     label = dict(zip(runs["run"], runs["label"]))

@@ -13,7 +13,7 @@ import hierfair
 from hierfair.algorithms import make_policy
 from hierfair.experiment.allocate import allocate
 from hierfair.experiment.results import WALL_CLOCK_COLUMNS
-from hierfair.experiment.runner import DETAIL_TABLES, run_experiment
+from hierfair.experiment.detail import DETAIL_TABLES
 from hierfair.experiment.spec import AlgorithmSpec, build_experiment, load_spec
 from hierfair.sim import Simulator
 
@@ -105,8 +105,8 @@ def test_invariants_on_random_instances(data):
 
 def test_same_spec_and_seed_give_identical_files(tmp_path: Path):
     exp = load_spec(EXPERIMENTS / "hdrf-fig4.yaml")
-    a = run_experiment(exp, tmp_path / "a")
-    b = run_experiment(exp, tmp_path / "b")
+    a = hierfair.run(EXPERIMENTS / "hdrf-fig4.yaml", out=tmp_path / "a", jobs=1)
+    b = hierfair.run(EXPERIMENTS / "hdrf-fig4.yaml", out=tmp_path / "b", jobs=1)
     for table in DETAIL_TABLES:
         if table == "decisions":  # latency_ns is wall clock; the rest must match
             da = hierfair.load(tmp_path / "a" / exp.spec.name).decisions
@@ -127,7 +127,7 @@ def test_same_spec_and_seed_give_identical_files(tmp_path: Path):
 
 def test_run_writes_the_promised_tables(tmp_path: Path):
     exp = load_spec(EXPERIMENTS / "drf-example.yaml")
-    runs = run_experiment(exp, tmp_path)
+    runs = hierfair.run(EXPERIMENTS / "drf-example.yaml", out=tmp_path, jobs=1)
     folder = tmp_path / "drf-example"
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         ["claims.json", "manifest.json", "runs", "runs.parquet", "spec.yaml"])
@@ -187,7 +187,7 @@ def test_stop_at_stops_the_run_with_work_left(tmp_path):
                                   {"queue": "b", "tasks": 10, "demand": {"cpu": 1},
                                    "duration": 10, "submit": 30}]},
             "algorithms": ["drf"], "stop_at": 25}
-    row = run_experiment(build_experiment(spec), tmp_path).iloc[0]
+    row = hierfair.run(spec, out=tmp_path, jobs=1).iloc[0]
     # two tasks at a time: 4 finished at 10 and 20, two running at 25, b not arrived
     assert (row["makespan"], row["stopped_at"], row["tasks_unfinished"]) == (20.0, 25.0, 16)
     assert row["util_cpu"] == 1.0 and np.isnan(row["completion_mean"])
@@ -197,7 +197,7 @@ def test_stop_at_stops_the_run_with_work_left(tmp_path):
     assert tasks["state"].value_counts().to_dict() == {"waiting": 10, "pending": 4,
                                                         "finished": 4, "running": 2}
     # without stop_at it runs to the end
-    done = run_experiment(build_experiment({**spec, "stop_at": None}), tmp_path / "all").iloc[0]
+    done = hierfair.run({**spec, "stop_at": None}, out=tmp_path / "all", jobs=1).iloc[0]
     assert np.isnan(done["stopped_at"]) and done["tasks_unfinished"] == 0
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import hierfair
 from hierfair.experiment.allocate import allocate
-from hierfair.experiment.runner import run_experiment, simulate
 from hierfair.experiment.spec import load_spec
 
 from .conftest import EXPERIMENTS, experiment
@@ -38,7 +38,7 @@ def test_a_gpu_task_takes_a_slot_only_on_a_server_with_gpus():
                            {"queue": "C", "tasks": 9, "demand": {"cpu": 1}, "duration": 1}]},
         algorithms=["slots-4"],
     )
-    tasks = simulate(exp, exp.spec.algorithms[0], 0).tasks
+    tasks = exp.simulate(exp.spec.algorithms[0], 0).tasks
     first = tasks[tasks["start"] == 0].groupby("leaf")["server"].agg(sorted).to_dict()
     assert first == {"C": [0, 0, 0, 0], "G": [1, 1, 1, 1]}
     assert set(tasks.loc[tasks["leaf"] == "G", "server"]) == {1}
@@ -53,7 +53,7 @@ def run_times(algorithm: str | dict) -> list[float]:
                             "duration": 10}]},
         algorithms=[algorithm],
     )
-    tasks = simulate(exp, exp.spec.algorithms[0], 0).tasks
+    tasks = exp.simulate(exp.spec.algorithms[0], 0).tasks
     return (tasks["finish"] - tasks["start"]).tolist()
 
 
@@ -71,7 +71,7 @@ def test_no_penalty_no_slowdown():
 def test_hdrf_packs_better_than_any_slot_count(tmp_path):
     # §5.3.1: "H-DRF can more efficiently pack jobs in a cluster" -- it finishes
     # first; 6 slots over-commit memory and thrash worst.
-    runs = run_experiment(load_spec(EXPERIMENTS / "hdrf-sec53-slots.yaml"), tmp_path)
+    runs = hierfair.run(EXPERIMENTS / "hdrf-sec53-slots.yaml", out=tmp_path, jobs=1)
     span = dict(zip(runs["label"], runs["makespan"]))
     slots = {k: v for k, v in span.items() if k.startswith("slots-")}
     assert span["hdrf"] < min(slots.values())

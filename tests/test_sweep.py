@@ -4,6 +4,7 @@ recorded, a killed sweep resumes with exactly the missing runs."""
 from __future__ import annotations
 
 import copy
+import io
 import os
 import signal
 import subprocess
@@ -236,3 +237,40 @@ def test_a_spec_keeps_only_the_tables_it_names(tmp_path, capsys):
         plan({**small, "tables": ["jobs"], "claims": [over_run]})
     hierfair.report(tmp_path / "b")  # figures drawn from what is there
     assert (tmp_path / "b" / "index.html").exists()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_on_a_terminal_is_a_bar_and_in_a_log_one_line_a_run():
+    """Issue 27: tqdm's bar where a person watches (failures on lines of
+    their own above it), plain lines where a log or CI reads."""
+    from hierfair.experiment.progress import Progress
+    from hierfair.report.fmt import Progress as ReportProgress
+
+    rows = [{"run": f"drf-s{i}-x", "status": "ok" if i != 2 else "failed",
+             "wall_seconds": 0.5} for i in range(4)]
+    screen = _Terminal()
+    bar = Progress("demo", stream=screen)
+    bar(1, 5, None)  # one run cached
+    for done, row in enumerate(rows, start=2):
+        bar(done, 5, row)
+    shown = screen.getvalue()
+    assert "demo: 1 of 5 runs cached" in shown
+    assert "\r" in shown and "5/5" in shown and "demo: drf-s2-x FAILED\n" in shown
+    assert "[2/5]" not in shown  # no plain lines on a terminal
+    log = io.StringIO()
+    plain = Progress("demo", stream=log)
+    for done, row in enumerate(rows, start=1):
+        plain(done, 4, row)
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 4 and lines[2].startswith("[3/4] demo: drf-s2-x failed (0.50s,")
+    assert "\r" not in log.getvalue() and lines[2].endswith(" FAILED")
+    report_screen = _Terminal()
+    steps = ReportProgress("figures", 2, stream=report_screen)
+    steps.step("a")
+    steps.say("note")
+    steps.step("b")
+    assert "2/2" in report_screen.getvalue() and "report: note\n" in report_screen.getvalue()

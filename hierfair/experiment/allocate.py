@@ -11,6 +11,7 @@ task count; an internal node holds the plain sum of its children.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from hierfair.algorithms import make_policy
 from hierfair.algorithms.drf import dominant_shares
 from hierfair.experiment.spec import AlgorithmSpec, Experiment
 from hierfair.sim.model import ROOT, ROOT_NAME, shown
+from hierfair.sim.policy import BasePolicy
 
 
 @dataclass(frozen=True)
@@ -45,25 +47,44 @@ class Allocation:
                 "nodes": {shown(p): self.node(p) for p in self.paths}}
 
 
-def allocate(exp: Experiment, algorithm: str | AlgorithmSpec, churn: int = 0,
-             seed: int | None = None) -> Allocation:
-    algo = algorithm if isinstance(algorithm, AlgorithmSpec) else AlgorithmSpec(name=algorithm)
-    seed = exp.spec.seed_list[0] if seed is None else seed
-    policy = make_policy(algo.name, algo.params)
+class Filled(NamedTuple):
+    """What :func:`fill` leaves: resources and tasks per node, free per server."""
+
+    alloc: np.ndarray
+    tasks: np.ndarray
+    #: free resources per server; a fractional allocation's: one row, the pool
+    free: np.ndarray
+    #: the allocation is a static definition's (no tasks, no churn)
+    fractional: bool
+
+
+def fill(exp: Experiment, policy: BasePolicy, seed: int, churn: int = 0) -> Filled:
+    """The papers' static examples replayed: every job arrives at once and
+    the cluster fills; then, ``churn`` times, the earliest-started task
+    finishes and the policy refills the room.  A policy with a
+    ``fractional`` method (static H-DRF) gives its exact allocation instead.
+    ``hierfair allocate`` and the property probes both fill this way."""
     fractional = getattr(policy, "fractional", None)
-    if fractional is not None:  # a static definition: no tasks, no churn
+    if fractional is not None:
         alloc, tasks = fractional(exp.hierarchy, exp.cluster.total, exp.workload(seed))
-        return Allocation(algorithm=algo.display, resources=exp.cluster.resources,
-                          paths=exp.hierarchy.paths, shares=alloc / exp.cluster.total,
-                          tasks=tasks)
+        return Filled(alloc, tasks, (exp.cluster.total - alloc[0])[None, :], True)
     sim = exp.simulator(policy, seed)
     sim.submit_all()
     for _ in range(churn):
         if not sim.finish_earliest():
             break
+    return Filled(sim.view.alloc, sim.view.running.copy(),
+                  exp.cluster.capacities - sim.server_used(), False)
+
+
+def allocate(exp: Experiment, algorithm: str | AlgorithmSpec, churn: int = 0,
+             seed: int | None = None) -> Allocation:
+    algo = algorithm if isinstance(algorithm, AlgorithmSpec) else AlgorithmSpec(name=algorithm)
+    seed = exp.spec.seed_list[0] if seed is None else seed
+    filled = fill(exp, make_policy(algo.name, algo.params), seed, churn)
     return Allocation(algorithm=algo.display, resources=exp.cluster.resources,
-                      paths=exp.hierarchy.paths, shares=sim.view.alloc / exp.cluster.total,
-                      tasks=sim.view.running.copy())
+                      paths=exp.hierarchy.paths, shares=filled.alloc / exp.cluster.total,
+                      tasks=filled.tasks)
 
 
 def format_table(a: Allocation, depth: np.ndarray) -> str:

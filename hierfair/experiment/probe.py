@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from hierfair.algorithms import make_policy
+from hierfair.experiment.allocate import fill
 from hierfair.experiment.spec import AlgorithmSpec, Experiment
 from hierfair.sim.model import Workload
 from hierfair.sim.policy import BasePolicy
@@ -104,25 +105,14 @@ class Probe:
         """``finer`` k: every task cut into k tasks of 1/k its demand (lies too)."""
         key = (churn, without, lies, finer)
         if key not in self._fills:
-            exp, policy = self._variant(without, lies, finer), self._policy()
-            fractional = getattr(policy, "fractional", None)
-            if fractional is not None:  # a static definition: shares, no tasks, pooled
-                alloc, tasks = fractional(exp.hierarchy, self.total, exp.workload(self.seed))
+            filled = fill(self._variant(without, lies, finer), self._policy(), self.seed, churn)
+            if filled.fractional:  # a static definition: shares, no tasks, pooled
                 have = self.total > 0
-                shares = np.divide(alloc, self.total, out=np.zeros_like(alloc),
+                shares = np.divide(filled.alloc, self.total, out=np.zeros_like(filled.alloc),
                                    where=have[None, :])
-                self._fills[key] = Fill(shares=shares, tasks=tasks,
-                                        free=(self.total - alloc[0])[None, :])
-                return self._fills[key]
-            sim = exp.simulator(policy, self.seed)
-            sim.submit_all()
-            for _ in range(churn):
-                if not sim.finish_earliest():
-                    break
-            free = self.exp.cluster.capacities - sim.server_used()
-            view = sim.view
-            self._fills[key] = Fill(shares=view.alloc / self.total, tasks=view.running.copy(),
-                                    free=free)
+            else:
+                shares = filled.alloc / self.total
+            self._fills[key] = Fill(shares=shares, tasks=filled.tasks, free=filled.free)
         return self._fills[key]
 
     @cached_property

@@ -83,7 +83,7 @@ from hierfair.experiment.spec_models import (  # noqa: F401 - re-exported
     _size_form,
 )
 from hierfair.experiment.spec_yaml import _UniqueKeyLoader, read_yaml  # noqa: F401 - re-exported
-from hierfair.sim import Faults, Interruptions, Simulator
+from hierfair.sim import Faults, Interruptions, SimulationResult, Simulator
 from hierfair.sim.model import Cluster, Hierarchy, Workload
 from hierfair.sim.placement import PLACEMENTS, Headroom, KeepHeadroom
 from hierfair.sim.policy import BasePolicy
@@ -110,6 +110,13 @@ class Experiment:
                                spec_path=self.source, data_dir=self.data_dir)
             self._workloads[seed] = build_workload(self.spec.workload, ctx)
         return self._workloads[seed]
+
+    def simulate(self, algo: AlgorithmSpec, seed: int) -> SimulationResult:
+        """One run in this process: a fresh ``algo`` policy on a fresh
+        simulator for ``seed``, to ``stop_at`` (nothing written; ``hierfair.run``
+        runs and records every run of a spec)."""
+        return self.simulator(make_policy(algo.name, algo.params), seed).run(
+            until=self.spec.stop_at)
 
     def simulator(self, policy: BasePolicy, seed: int, deadline: float | None = None
                   ) -> Simulator:

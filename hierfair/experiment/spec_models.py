@@ -11,7 +11,7 @@ from them is :mod:`hierfair.experiment.spec`'s.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Discriminator, Field, PositiveInt, Tag, field_validator, model_validator
 
@@ -27,6 +27,7 @@ from hierfair.experiment.limits import (
     Seed,
     Time,
 )
+from hierfair.experiment.results import HOGS_MIN_TASKS, MICE_MAX_TASKS
 from hierfair.experiment.spec_base import Strict
 
 
@@ -163,15 +164,14 @@ class ReportSpec(Strict):
 class MetricsSpec(Strict):
     """Thresholds of the mice/hogs wait metrics (default: Facebook bins)."""
 
-    mice_max_tasks: int = Field(19, ge=1)
-    hogs_min_tasks: int = Field(500, ge=1)
+    mice_max_tasks: int = Field(MICE_MAX_TASKS, ge=1)
+    hogs_min_tasks: int = Field(HOGS_MIN_TASKS, ge=1)
 
 
 #: The detail tables a run can write besides its runs.parquet row (docs/results.md).
-DETAIL_TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
-                 "preemptions")
 TableName = Literal["jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
                     "preemptions"]
+DETAIL_TABLES: tuple[str, ...] = get_args(TableName)
 
 
 def _seeds_form(value: Any) -> str:

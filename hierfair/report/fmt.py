@@ -17,6 +17,10 @@ import time
 from numbers import Integral, Real
 from typing import Any
 
+from tqdm import tqdm
+
+from hierfair.experiment.progress import clock
+
 #: What every missing number (None, NaN) is shown as.
 MISSING = "—"
 #: Significant digits kept below 1,000 (above, whole numbers are shown).
@@ -162,30 +166,32 @@ def paper_of(source: str) -> str:
 
 class Progress:
     """``report: figures 12/68 specs (hogs-and-mice, 0:00:41)`` on stderr: one
-    line per step, or one line rewritten in place on a terminal.
-
-    Plain lines: neither tqdm nor rich is a dependency of hierfair (either
-    would do this better, and would be the one to use once it is)."""
+    line per step, or tqdm's bar on a terminal."""
 
     def __init__(self, what: str, total: int, stream=None) -> None:
         self.what, self.total, self.done = what, total, 0
         self.stream = stream if stream is not None else sys.stderr
         self.start = time.monotonic()
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.bar = (tqdm(total=total, desc=f"report: {what}", unit="spec", file=self.stream,
+                         dynamic_ncols=True, mininterval=0.2) if self.tty else None)
 
     def step(self, name: str = "") -> None:
         self.done += 1
-        elapsed = int(time.monotonic() - self.start)
-        clock = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
-        line = (f"report: {self.what} {self.done}/{self.total} specs"
-                + (f" ({name}, {clock})" if name else f" ({clock})"))
-        if self.tty:
-            end = "\n" if self.done >= self.total else ""
-            self.stream.write(f"\r{line}\033[K{end}")
-        else:
-            self.stream.write(line + "\n")
+        if self.bar is not None:
+            self.bar.set_postfix_str(name, refresh=False)
+            self.bar.update(1)
+            if self.done >= self.total:
+                self.bar.close()
+            return
+        elapsed = clock(time.monotonic() - self.start)
+        self.stream.write(f"report: {self.what} {self.done}/{self.total} specs"
+                          + (f" ({name}, {elapsed})" if name else f" ({elapsed})") + "\n")
         self.stream.flush()
 
     def say(self, text: str) -> None:
+        if self.bar is not None:  # above the bar, which stays below
+            self.bar.write(f"report: {text}", file=self.stream)
+            return
         self.stream.write(f"report: {text}\n")
         self.stream.flush()
