@@ -10,7 +10,13 @@ import pytest
 
 from hierfair.algorithms import available
 from hierfair.cli import main
-from hierfair.experiment.contract import check_kind, check_policy, sized_kinds
+from hierfair.experiment.contract import (
+    all_kinds,
+    check_kind,
+    check_policy,
+    sized_kinds,
+    write_trace_examples,
+)
 
 
 @pytest.mark.parametrize("name", list(available()))
@@ -22,10 +28,34 @@ def test_every_algorithm_keeps_the_policy_contract(name):
     assert ran, f"{name} ran on none of the contract's specs: {outcomes}"
 
 
-@pytest.mark.parametrize("section,name", list(sized_kinds()))
-def test_every_sized_dataset_kind_builds_to_its_declared_size(section, name):
-    outcome = check_kind(section, name)
+@pytest.fixture(scope="module")
+def trace_examples(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("traces")
+    write_trace_examples(folder)
+    return folder
+
+
+@pytest.mark.parametrize("section,name", list(all_kinds()))
+def test_every_dataset_kind_builds_the_same_for_a_seed_and_to_its_declared_size(
+        section, name, trace_examples):
+    outcome = check_kind(section, name, trace_examples)
     assert outcome.status == "ok", outcome
+    sized = (section, name) in set(sized_kinds())
+    assert outcome.detail.startswith("builds, the same") != sized, outcome
+
+
+def test_the_kind_contract_covers_every_kind_and_fails_a_wrong_size(trace_examples,
+                                                                    monkeypatch):
+    assert len(list(all_kinds())) == 11  # 7 workload, 3 hierarchy, 1 cluster kinds
+    import dataclasses
+
+    from hierfair.datasets import HIERARCHY_KINDS
+
+    kind = HIERARCHY_KINDS["full-binary"]
+    monkeypatch.setitem(HIERARCHY_KINDS, "full-binary",  # a size off by one
+                        dataclasses.replace(kind, size=lambda p: kind.size(p) + 1))
+    outcome = check_kind("hierarchy", "full-binary", trace_examples)
+    assert outcome.status == "failed" and "declared 32, built 31" in outcome.detail
 
 
 BROKEN = '''

@@ -11,7 +11,9 @@ servers under a weighted tree of depth 2 with arrivals over time):
 - it finishes every task when every task fits the cluster;
 - the same seed gives the same schedule (the run's ``schedule_digest``).
 
-A dataset kind with a declared size (``Kind.size``: what the memory check
+Every dataset kind builds on a small example (the trace readers on small
+files in their formats), gives the same jobs for the same seed, each on a
+leaf; a kind with a declared size (``Kind.size``: what the memory check
 reads before anything is built) builds to that size: exactly for nodes,
 servers and jobs; the tasks of a random generator (400 jobs) within a
 factor of 2 of the expected number, on each of three seeds.
@@ -24,9 +26,11 @@ every registered algorithm and dataset kind.
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import pickle
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from hierfair.algorithms import make_policy, policy_class
@@ -138,10 +142,10 @@ def _runs(name: str, label: str, spec: dict[str, Any]) -> list[Outcome]:
 
 
 # -- dataset kinds -------------------------------------------------------------------
-#: Each sized kind's example: its own section, and what the spec around it
-#: needs (the others read a file or take a tree written out: no size).
+#: Each kind's example: its own section, and what the spec around it needs.
 _FIG10 = {"kind": "paper", "figure": "hdrf-fig10"}
 _DFF = {"kind": "paper", "figure": "dff-fig1"}
+_TWO = {"A": {}, "B": {}}
 KIND_EXAMPLES: dict[str, dict[str, Any]] = {
     "workload.jobs": {"workload": {"jobs": [{"queue": "A", "tasks": 7, "demand": {"cpu": 1},
                                              "duration": 3}]}},
@@ -150,9 +154,20 @@ KIND_EXAMPLES: dict[str, dict[str, Any]] = {
     "workload.google-synthetic": {"workload": {"kind": "google-synthetic", "jobs": 400}},
     "workload.cpu-mic": {"workload": {"kind": "cpu-mic"}, "hierarchy": _DFF,
                          "cluster": {"kind": "cpu-mic", "nodes": 7}},
+    # the trace readers read the small files :func:`write_trace_examples` writes
+    "workload.swim": {"workload": {"kind": "swim", "files": ["swim.tsv"]}},
+    "workload.google-2011": {"workload": {"kind": "google-2011",
+                                          "files": ["task_events.csv.gz"]}},
+    "workload.swf": {"workload": {"kind": "swf", "file": "log.swf", "queues": ["A", "B"]}},
     "hierarchy.full-binary": {"hierarchy": {"kind": "full-binary", "levels": 4},
                               "workload": {"jobs": [{"queue": "n0/n0/n0/n0", "tasks": 3,
                                                      "demand": {"cpu": 1}, "duration": 2}]}},
+    "hierarchy.tree": {"hierarchy": {"A": {"weight": 2, "children": {"A1": {}, "A2": {}}},
+                                     "B": {}},
+                       "workload": {"jobs": [{"queue": "A/A2", "tasks": 3,
+                                              "demand": {"cpu": 1}, "duration": 2}]}},
+    "hierarchy.paper": {"hierarchy": _FIG10,
+                        "workload": {"kind": "facebook-bins", "jobs": 40}},
     "cluster.cpu-mic": {"cluster": {"kind": "cpu-mic", "nodes": 7},
                         "workload": {"kind": "cpu-mic"}, "hierarchy": _DFF},
 }
@@ -161,51 +176,103 @@ _AROUND: dict[str, Any] = {
     "name": "contract-kind", "algorithms": ["fifo"],
     "cluster": {"resources": ["cpu", "mem"],
                 "servers": [{"count": 100, "capacity": {"cpu": 100, "mem": 100}}]},
-    "hierarchy": {"A": {}, "B": {}},
+    "hierarchy": _TWO,
 }
+_SECTIONS = {"workload": WORKLOAD_KINDS, "hierarchy": HIERARCHY_KINDS,
+             "cluster": CLUSTER_KINDS}
+
+
+def write_trace_examples(folder: Path) -> None:
+    """Small files in each trace format, for the trace readers' examples: a
+    SWIM day (tab-separated), a Google task_events part (gzipped CSV; submit,
+    schedule and finish of each task), a Standard Workload Format log."""
+    swim = [f"job{i}\t{30 * i}\t30\t{(i + 1) * 2**27}\t{i * 2**24}\t{2**20}"
+            for i in range(12)]
+    (folder / "swim.tsv").write_text("\n".join(swim) + "\n")
+    events = []
+    for job in range(4):
+        for task in range(3 + job):
+            t0 = (1 + job) * 10**6
+            for event, t in ((0, t0), (1, t0 + 10**6), (4, t0 + (5 + task) * 10**6)):
+                events.append(f"{t},,{1000 + job},{task},,{event},user{job % 2},0,0,"
+                              f"0.0{1 + job},0.02,0.0,0")
+    with gzip.open(folder / "task_events.csv.gz", "wt") as f:
+        f.write("\n".join(events) + "\n")
+    swf = ["; Version: 2.2", "; hierfair contract example"]
+    for i in range(8):
+        swf.append(f"{i + 1} {5 * i} 0 {20 + i} {1 + i % 3} -1 -1 {1 + i % 3} 100 -1 1 "
+                   f"{1 + i % 2} 1 -1 1 -1 -1 -1")
+    (folder / "log.swf").write_text("\n".join(swf) + "\n")
+
+
+def all_kinds() -> Iterator[tuple[str, str]]:
+    """(section, kind name) of every registered dataset kind."""
+    for section, kinds in _SECTIONS.items():
+        for name in kinds:
+            yield section, name
 
 
 def sized_kinds() -> Iterator[tuple[str, str]]:
     """(section, kind name) of every kind that declares its size."""
-    for section, kinds in (("workload", WORKLOAD_KINDS), ("hierarchy", HIERARCHY_KINDS),
-                           ("cluster", CLUSTER_KINDS)):
-        for name, kind in kinds.items():
-            if kind.size is not None:
-                yield section, name
+    for section, name in all_kinds():
+        if _SECTIONS[section][name].size is not None:
+            yield section, name
 
 
-def check_kind(section: str, name: str, seeds: range = range(3)) -> Outcome:
-    """The kind builds to the size it declares (on a spec around it)."""
-    example = KIND_EXAMPLES.get(f"{section}.{name}")
+def check_kind(section: str, name: str, folder: Path, seeds: range = range(3)) -> Outcome:
+    """The kind builds on its example (trace files from ``folder``, written by
+    :func:`write_trace_examples`); the same seed builds the same jobs, each on
+    a leaf; and a kind that declares its size builds to it."""
+    check = f"{section}.{name}"
+    example = KIND_EXAMPLES.get(check)
     if example is None:
-        return Outcome(f"{section}.{name}", "failed", "no example parameters to build it "
-                       "with: add one to contract.KIND_EXAMPLES")
+        return Outcome(check, "failed", "no example parameters to build it with: add one "
+                       "to contract.KIND_EXAMPLES")
     data = {**copy.deepcopy(_AROUND), **copy.deepcopy(example)}
-    kinds = {"workload": WORKLOAD_KINDS, "hierarchy": HIERARCHY_KINDS,
-             "cluster": CLUSTER_KINDS}
     try:
-        exp = build_experiment(data)
-        kind = kinds[section][name]
-        params = (parse_workload(data["workload"])[1] if section == "workload"
-                  else kind.Params.model_validate(data[section]))
-        declared = kind.size(params)
-        if section == "hierarchy":
-            return _compare(section, name, declared, exp.hierarchy.n_nodes)
-        if section == "cluster":
-            return _compare(section, name, declared, exp.cluster.n_servers)
-        jobs, tasks = declared
+        exp = build_experiment(data, data_dir=str(folder))
         for seed in seeds:
-            wl = exp.workload(seed)
-            if len(wl.jobs) != jobs or not tasks / 2 <= wl.n_tasks <= 2 * tasks:
-                return Outcome(f"{section}.{name}", "failed",
-                               f"declared {jobs} jobs, ~{tasks} tasks; seed {seed} built "
-                               f"{len(wl.jobs)} jobs, {wl.n_tasks} tasks")
-        return Outcome(f"{section}.{name}", "ok", f"{jobs} jobs, ~{tasks} tasks")
+            jobs = exp.workload(seed).jobs
+            again = build_experiment(data, data_dir=str(folder)).workload(seed).jobs
+            if _jobs_key(jobs) != _jobs_key(again):
+                return Outcome(check, "failed", f"seed {seed} built two different workloads")
+            if not jobs or any(not exp.hierarchy.is_leaf(j.leaf) or not j.n_tasks for j in jobs):
+                return Outcome(check, "failed", f"seed {seed}: no jobs, a job off the "
+                               "leaves, or a job without tasks")
+        kind = _SECTIONS[section][name]
+        if kind.size is None:
+            return Outcome(check, "ok", "builds, the same for the same seed (its size is "
+                           "known only once built: "
+                           f"{'a file it reads' if section == 'workload' else 'a tree'})")
+        return _declared_size(check, section, data, exp, kind, seeds)
     except Exception as exc:  # noqa: BLE001 - any failure is the finding
-        return Outcome(f"{section}.{name}", "failed", f"{type(exc).__name__}: {exc}")
+        return Outcome(check, "failed", f"{type(exc).__name__}: {exc}")
 
 
-def _compare(section: str, name: str, declared: int, built: int) -> Outcome:
-    ok = declared == built
-    return Outcome(f"{section}.{name}", "ok" if ok else "failed",
+def _jobs_key(jobs: Any) -> list[tuple[Any, ...]]:
+    return [(j.leaf, j.submit, j.demand.tolist(), j.durations.tolist(), j.after) for j in jobs]
+
+
+def _declared_size(check: str, section: str, data: dict[str, Any], exp: Any, kind: Any,
+                   seeds: range) -> Outcome:
+    """Nodes, servers and jobs exactly; a random generator's tasks within a
+    factor of 2 of the expected number, on every seed."""
+    params = (parse_workload(data["workload"])[1] if section == "workload"
+              else kind.Params.model_validate(data[section]))
+    declared = kind.size(params)
+    if section == "hierarchy":
+        return _compare(check, declared, exp.hierarchy.n_nodes)
+    if section == "cluster":
+        return _compare(check, declared, exp.cluster.n_servers)
+    jobs, tasks = declared
+    for seed in seeds:
+        wl = exp.workload(seed)
+        if len(wl.jobs) != jobs or not tasks / 2 <= wl.n_tasks <= 2 * tasks:
+            return Outcome(check, "failed", f"declared {jobs} jobs, ~{tasks} tasks; seed "
+                           f"{seed} built {len(wl.jobs)} jobs, {wl.n_tasks} tasks")
+    return Outcome(check, "ok", f"{jobs} jobs, ~{tasks} tasks")
+
+
+def _compare(check: str, declared: int, built: int) -> Outcome:
+    return Outcome(check, "ok" if declared == built else "failed",
                    f"declared {declared}, built {built}")
