@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from hierfair.version import __version__  # noqa: F401 - hierfair.__version__
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from hierfair import __version__
+from hierfair.version import __version__
 from hierfair.cli_commands import (  # noqa: F401 - the commands, re-exported
     _allocate,
     _audit,

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from hierfair import __version__
+from hierfair.version import __version__
 from hierfair.experiment.detail import PARAM
 from hierfair.experiment.manifest import SUMMARY, file_digest
 from hierfair.experiment.plan import PlannedRun
