@@ -24,7 +24,7 @@ partial-type leaf is one that does not demand every resource.
 :class:`MCHReference` re-flattens the whole tree whenever a demanding leaf's
 next demand changes (the readable specification, not registered);
 :class:`MCH` makes the same decisions incrementally (see
-:class:`~hierfair.algorithms.collapsed.IncrementalFlattening`).
+:class:`~hierfair.algorithms.collapsed_incremental.IncrementalFlattening`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from hierfair.algorithms.collapsed import FlatteningPolicy, IncrementalFlattening
+from hierfair.algorithms.collapsed import FlatteningPolicy
+from hierfair.algorithms.collapsed_incremental import IncrementalFlattening
 from hierfair.sim.model import Hierarchy
 from hierfair.sim.policy import BackfillParams, PolicyView
 from hierfair.sim.shares import inverse_totals

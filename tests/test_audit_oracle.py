@@ -1,5 +1,5 @@
 """The independent static H-DRF oracle (hierfair.experiment.oracle) against the
-paper's published numbers, against the reference (hierfair.algorithms.hdrf),
+paper's published numbers, against the reference (hierfair.algorithms.hdrf_static),
 and against the hierarchical share guarantee (H-DRF §2.1, Theorem 2).
 
 The oracle is Algorithm 1 (§3.1) run with a small epsilon; the reference is an
@@ -296,7 +296,7 @@ def test_oracle_gives_nothing_to_a_leaf_needing_a_missing_resource():
 
 # Found by this oracle: static_hdrf used to drop a resource whose cluster total
 # is 0 from the leaf's demand, giving c half the CPUs though its every task needs
-# a GPU the cluster lacks (fixed in algorithms/hdrf.py).
+# a GPU the cluster lacks (fixed in algorithms/hdrf.py, now algorithms/hdrf_static.py).
 def test_reference_gives_nothing_to_a_leaf_needing_a_missing_resource():
     h, d = build([("a", 1), ("c", 1)], {"a": (1, 0), "c": (1, 1)}, 2)
     total = np.array([1.0, 0.0])

@@ -1,7 +1,7 @@
 """An independent oracle for the static H-DRF allocation (H-DRF, SoCC 2013).
 
 Written from the paper's text alone, so that property audits do not grade the
-project's reference implementation (``hierfair.algorithms.hdrf``) with itself.
+project's reference implementation (``hierfair.algorithms.hdrf_static``) with itself.
 
 * §2.1 -- the hierarchical share guarantee: the root is entitled to 1, and a
   demanding node to its parent's entitlement times ``w / sum of the weights of
