@@ -89,7 +89,8 @@ class Headroom:
 class KeepHeadroom(str):
     """A placement rule (``"first-fit"`` or ``"best-fit"``, which it equals)
     that keeps ``headroom`` on every server: what to pass as ``placement`` to
-    :class:`ServerIndex` (and so to the simulator) for a headroom."""
+    :class:`~hierfair.sim.placement.ServerIndex` (and so to the simulator) for a
+    headroom."""
 
     headroom: Headroom | None
 
