@@ -18,7 +18,8 @@ from hierfair.cli import main
 from hierfair.experiment.spec import build_experiment
 from hierfair.sim import Simulator
 from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
-from hierfair.sim.placement import TOLERANCE, Headroom, KeepHeadroom, ServerIndex
+from hierfair.sim.headroom import Headroom, KeepHeadroom
+from hierfair.sim.placement import TOLERANCE, ServerIndex
 
 # -- footnote 7, by hand -----------------------------------------------------------
 # One server <6 GB, 4 CPU, 1 GPU> (H-DRF §5.2's server).  Leaf a: eight CPU

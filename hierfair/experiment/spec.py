@@ -84,8 +84,9 @@ from hierfair.experiment.spec_models import (  # noqa: F401 - re-exported
 )
 from hierfair.experiment.spec_yaml import _UniqueKeyLoader, read_yaml  # noqa: F401 - re-exported
 from hierfair.sim import Faults, Interruptions, SimulationResult, Simulator
+from hierfair.sim.headroom import Headroom, KeepHeadroom
 from hierfair.sim.model import Cluster, Hierarchy, Workload
-from hierfair.sim.placement import PLACEMENTS, Headroom, KeepHeadroom
+from hierfair.sim.placement import PLACEMENTS
 from hierfair.sim.policy import BasePolicy
 
 

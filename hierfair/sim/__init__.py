@@ -19,6 +19,8 @@ The kernel lives in :mod:`hierfair.sim`, one module per data path:
   when preempted, killed or failed);
 * :mod:`~hierfair.sim.usage` -- each node's allocation and running tasks;
 * :mod:`~hierfair.sim.placement` -- which server a task goes to;
+* :mod:`~hierfair.sim.headroom` -- what every server keeps free for the
+  largest task;
 * :mod:`~hierfair.sim.events` -- event kinds and failures;
 * :mod:`~hierfair.sim.recording` and :mod:`~hierfair.sim.result` -- what a
   run records and the tables it returns.
