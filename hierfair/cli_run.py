@@ -142,11 +142,15 @@ def _run(args: argparse.Namespace) -> int:
     failures, every = [], []
     for path, data, planned in specs:
         base = planned.experiment
-        frame = sweep(data, out, source=path, data_dir=args.data_dir, jobs=args.jobs,
-                      backend=args.backend, scheduler=args.scheduler, force=args.force,
-                      timeout=args.timeout, progress=Progress(base.spec.name),
-                      planned=planned, replace=args.replace, max_runs=args.max_runs,
-                      fail_fast=args.exitfirst, debug=args.pdb)
+        progress = Progress(base.spec.name)
+        try:
+            frame = sweep(data, out, source=path, data_dir=args.data_dir, jobs=args.jobs,
+                          backend=args.backend, scheduler=args.scheduler, force=args.force,
+                          timeout=args.timeout, progress=progress, planned=planned,
+                          replace=args.replace, max_runs=args.max_runs,
+                          fail_fast=args.exitfirst, debug=args.pdb)
+        finally:
+            progress.close()
         bad = frame[frame["status"] != "ok"]
         failures += [f"{base.spec.name}/{r.run}: {r.status}: {r.error}" for r in bad.itertuples()]
         verdicts = read_verdicts(out / base.spec.name)

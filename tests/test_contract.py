@@ -104,7 +104,7 @@ def test_check_passes_a_good_policy_and_names_what_a_bad_one_breaks(tmp_path, ca
 
 
 def test_a_random_policy_draws_from_the_runs_own_generator():
-    """SchedulerState.rng: seeded from the run, so a policy that draws from it
+    """PolicyView.rng: seeded from the run, so a policy that draws from it
     gives one schedule per seed -- and another for another seed."""
     from typing import ClassVar
 

@@ -133,13 +133,14 @@ def estimated_size(data: dict[str, Any]) -> Size:
 #: Prints, for each spec file named, the estimate ``hierfair run`` checks:
 #: the size as built with the base a fresh process measures (the test's own
 #: process holds far more than a run's).  As the CLI, it has imported every
-#: algorithm before the first check.
+#: algorithm and read no input when it measures the base.
 ESTIMATOR = ("import json, sys\n"
              "from unittest import mock\n"
              "import yaml\n"
              "import hierfair.cli\n"
              "import hierfair.experiment.spec as spec_module\n"
              "from hierfair.experiment import limits\n"
+             "limits.base_bytes()  # measured before anything is built, as the CLI's first check\n"
              "for path in sys.argv[1:]:\n"
              "    seen = []\n"
              "    record = lambda size, max_memory, where: seen.append(size)\n"
@@ -339,6 +340,8 @@ def test_the_base_is_what_the_checking_process_holds_and_at_least_the_floor(monk
     assert measure() == int(1.25 * 330 * MiB)
     monkeypatch.setattr(limits, "resident_bytes", lambda: 0)  # unknown
     assert measure() == limits._BASE_BYTES
+    monkeypatch.setattr(limits, "resident_bytes", lambda: 6 * GiB)  # a full notebook
+    assert measure() == 2 * limits._BASE_BYTES
     size = tasks(1000)
     assert size.estimate_bytes(500 * MiB) - size.estimate_bytes() == 500 * MiB - limits._BASE_BYTES
 

@@ -126,6 +126,10 @@ _BASE_BYTES = 320 * 2**20
 #: A run's peak over what its process holds when the spec is checked, in the
 #: smallest run (its frames, the parquet writer): 250 MiB for 228 MiB measured.
 _RUN_SHARE = 1.25
+#: The most the measured base may be: a process that already holds much (a
+#: notebook, a test session) would otherwise refuse runs that fit the fresh
+#: worker processes they run in.
+_BASE_MAX = 2 * _BASE_BYTES
 #: A job list written out in a spec costs about this much per value while it
 #: is read, validated and copied into the plan: ~9 values a job, 12.7 kB a
 #: written job measured against 2 kB a generated one.
@@ -309,11 +313,11 @@ def base_bytes() -> int:
     """What a run holds before its inputs, on this machine: _RUN_SHARE of
     this process's resident size at its first check -- the libraries are
     loaded by then (the CLI imports every algorithm), no input is read yet --
-    and at least _BASE_BYTES.  Measured once a process: later checks come
-    after inputs were read, which the estimate counts on its own.  A process
-    that already holds much (a notebook) gets a larger base, which is right
-    for a run in that process and cautious for one in a worker."""
-    return max(_BASE_BYTES, int(_RUN_SHARE * resident_bytes()))
+    between _BASE_BYTES and _BASE_MAX.  Measured once a process: later checks
+    come after inputs were read, which the estimate counts on its own.  The
+    cap keeps a process that already holds much (a notebook) from refusing
+    runs that fit the worker processes they run in."""
+    return min(_BASE_MAX, max(_BASE_BYTES, int(_RUN_SHARE * resident_bytes())))
 
 
 def check_memory(size: Size, max_memory: float | None, where: str) -> None:

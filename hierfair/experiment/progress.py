@@ -51,7 +51,13 @@ class Progress:
             self.bar.write(f"{self.name}: {row['run']}{status}", file=self.stream)
         self.bar.update(done - self.bar.n)
         if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        """End the bar where it stands (a sweep stopped by ``-x`` or Ctrl-C)."""
+        if self.bar is not None:
             self.bar.close()
+            self.bar = None
 
 
 def clock(seconds: float) -> str:

@@ -173,11 +173,13 @@ class Progress:
         self.stream = stream if stream is not None else sys.stderr
         self.start = time.monotonic()
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.bar = (tqdm(total=total, desc=f"report: {what}", unit="spec", file=self.stream,
-                         dynamic_ncols=True, mininterval=0.2) if self.tty else None)
+        self.bar: tqdm | None = None  # drawn at the first step: nothing for no work
 
     def step(self, name: str = "") -> None:
         self.done += 1
+        if self.tty and self.bar is None and self.done <= self.total:
+            self.bar = tqdm(total=self.total, desc=f"report: {self.what}", unit="spec",
+                            file=self.stream, dynamic_ncols=True, mininterval=0.2)
         if self.bar is not None:
             self.bar.set_postfix_str(name, refresh=False)
             self.bar.update(1)
