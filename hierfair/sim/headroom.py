@@ -24,7 +24,7 @@ from typing import Literal
 
 import numpy as np
 
-from hierfair.sim.placement import TOLERANCE
+from hierfair.sim.model import TOLERANCE
 
 #: Which tasks may use the headroom (docs/algorithms.md, "Per-server headroom"):
 #: ``componentwise`` -- a task whose demand is at least the headroom on every

@@ -23,6 +23,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+# Demands and capacities are sums of user-supplied floats; a task fits when it
+# exceeds the free amount by no more than this (absolute) slack.
+TOLERANCE = 1e-9
+
 ROOT = ""
 #: The root's name in every table and output (internally its path is ROOT);
 #: a spec may write either for the root.

@@ -40,15 +40,14 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:  # the headroom imports this module: only its type here
+from hierfair.sim.model import TOLERANCE
+
+if TYPE_CHECKING:  # a placement carries one; this module builds none
     from hierfair.sim.headroom import Headroom
 
 Placement = Literal["first-fit", "best-fit"]
 PLACEMENTS: tuple[str, ...] = ("first-fit", "best-fit")
 
-# Demands and capacities are sums of user-supplied floats; a task fits when it
-# exceeds the free amount by no more than this (absolute) slack.
-TOLERANCE = 1e-9
 
 # More cached first-fit answers than this and the cache is dropped: each update
 # touches every cached answer, which only pays while there are few demands.
