@@ -44,6 +44,13 @@ def test_every_dataset_kind_builds_the_same_for_a_seed_and_to_its_declared_size(
     assert outcome.detail.startswith("builds, the same") != sized, outcome
 
 
+def test_the_trace_examples_never_replace_a_file(tmp_path):
+    (tmp_path / "log.swf").write_text("my own log\n")
+    with pytest.raises(FileExistsError):
+        write_trace_examples(tmp_path)
+    assert (tmp_path / "log.swf").read_text() == "my own log\n"
+
+
 def test_the_kind_contract_covers_every_kind_and_fails_a_wrong_size(trace_examples,
                                                                     monkeypatch):
     assert len(list(all_kinds())) == 11  # 7 workload, 3 hierarchy, 1 cluster kinds

@@ -166,7 +166,10 @@ def test_report_on_a_damaged_or_foreign_runs_table_is_one_line(tmp_path, capsys)
     assert main(["report", str(out)]) == 0
 
 
-def test_a_damaged_or_swapped_cached_table_is_rerun_never_served(tmp_path):
+def test_a_damaged_or_swapped_cached_table_is_never_served_nor_replaced(tmp_path, capsys):
+    """A table whose bytes changed since hierfair wrote it (truncated, or
+    another run's swapped in) may be the user's: the rerun neither serves it
+    nor overwrites it, and says which; without it the run is made again."""
     spec = write(tmp_path, spec_with(algorithms=["drf", "fifo"]))
     out = tmp_path / "out"
     assert main(["run", str(spec), "--out", str(out), "--jobs", "1"]) == 0
@@ -176,8 +179,36 @@ def test_a_damaged_or_swapped_cached_table_is_rerun_never_served(tmp_path):
     assert good_a != good_b  # drf and fifo schedule the two jobs differently
     a.write_bytes(good_a[: len(good_a) // 2])  # truncated
     b.write_bytes(good_a)  # a valid file of another run swapped in
+    capsys.readouterr()
+    assert main(["run", str(spec), "--out", str(out), "--jobs", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{a}: was changed since hierfair wrote it" in err[0], err
+    assert a.read_bytes() == good_a[: len(good_a) // 2] and b.read_bytes() == good_a
+    a.unlink()
+    b.unlink()
     assert main(["run", str(spec), "--out", str(out), "--jobs", "1"]) == 0
     assert a.read_bytes() == good_a and b.read_bytes() == good_b
+
+
+def test_a_file_in_a_run_folder_that_hierfair_did_not_write_is_never_replaced(tmp_path,
+                                                                              capsys):
+    spec = write(tmp_path, spec_with(algorithms=["drf"]))
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out), "--jobs", "1", "--set",
+                 "tables=[jobs]"]) == 0
+    run = next((out / "t" / "runs").glob("drf-*"))
+    mine = run / "tasks.parquet"  # a name hierfair writes there, but not this run
+    mine.write_bytes(b"my own table")
+    notes = run / "notes.txt"  # any other name is simply left alone
+    notes.write_text("mine\n")
+    capsys.readouterr()
+    assert main(["run", str(spec), "--out", str(out), "--jobs", "1", "--force"]) == 2
+    err = capsys.readouterr().err
+    assert f"{mine}: is not a file hierfair wrote" in err
+    assert mine.read_bytes() == b"my own table"
+    mine.unlink()
+    assert main(["run", str(spec), "--out", str(out), "--jobs", "1", "--force"]) == 0
+    assert notes.read_text() == "mine\n" and (run / "tasks.parquet").exists()
 
 
 def test_the_cache_key_covers_the_modules_a_users_policy_imports(tmp_path, monkeypatch):

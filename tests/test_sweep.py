@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import os
 import signal
 import subprocess
@@ -155,12 +156,25 @@ def test_killed_sweep_resumes_with_exactly_the_missing_runs(tmp_path):
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     summaries = out / "sweep-example" / "runs"
+
+    def finished() -> dict[str, int]:
+        """Runs whose summary holds their row (a run under way lists what it
+        may write there instead)."""
+        out = {}
+        for p in summaries.glob("*/summary.json"):
+            try:
+                if "row" in json.loads(p.read_text()):
+                    out[p.parent.name] = p.stat().st_mtime_ns
+            except (OSError, ValueError):
+                continue
+        return out
+
     deadline = time.monotonic() + 120
-    while len(list(summaries.glob("*/summary.json"))) < 2 and time.monotonic() < deadline:
+    while len(finished()) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    done = {p.parent.name: p.stat().st_mtime_ns for p in summaries.glob("*/summary.json")}
+    done = finished()
     assert 2 <= len(done) < 8
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr

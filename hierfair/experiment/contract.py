@@ -185,10 +185,13 @@ _SECTIONS = {"workload": WORKLOAD_KINDS, "hierarchy": HIERARCHY_KINDS,
 def write_trace_examples(folder: Path) -> None:
     """Small files in each trace format, for the trace readers' examples: a
     SWIM day (tab-separated), a Google task_events part (gzipped CSV; submit,
-    schedule and finish of each task), a Standard Workload Format log."""
+    schedule and finish of each task), a Standard Workload Format log.  Each
+    is created new: a file of that name already in ``folder`` is never
+    replaced (FileExistsError)."""
     swim = [f"job{i}\t{30 * i}\t30\t{(i + 1) * 2**27}\t{i * 2**24}\t{2**20}"
             for i in range(12)]
-    (folder / "swim.tsv").write_text("\n".join(swim) + "\n")
+    with (folder / "swim.tsv").open("x") as f:
+        f.write("\n".join(swim) + "\n")
     events = []
     for job in range(4):
         for task in range(3 + job):
@@ -196,13 +199,14 @@ def write_trace_examples(folder: Path) -> None:
             for event, t in ((0, t0), (1, t0 + 10**6), (4, t0 + (5 + task) * 10**6)):
                 events.append(f"{t},,{1000 + job},{task},,{event},user{job % 2},0,0,"
                               f"0.0{1 + job},0.02,0.0,0")
-    with gzip.open(folder / "task_events.csv.gz", "wt") as f:
+    with gzip.open(folder / "task_events.csv.gz", "xt") as f:
         f.write("\n".join(events) + "\n")
     swf = ["; Version: 2.2", "; hierfair contract example"]
     for i in range(8):
         swf.append(f"{i + 1} {5 * i} 0 {20 + i} {1 + i % 3} -1 -1 {1 + i % 3} 100 -1 1 "
                    f"{1 + i % 2} 1 -1 1 -1 -1 -1")
-    (folder / "log.swf").write_text("\n".join(swf) + "\n")
+    with (folder / "log.swf").open("x") as f:
+        f.write("\n".join(swf) + "\n")
 
 
 def all_kinds() -> Iterator[tuple[str, str]]:

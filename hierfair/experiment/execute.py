@@ -59,9 +59,11 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
     row.update(code_version=code_version(), host=platform.node(),
                started_at=started.isoformat(), finished_at=datetime.now(UTC).isoformat(),
                wall_seconds=time.perf_counter() - t0)
-    # the manifest: what each detail table's bytes were, checked before reuse
-    files = {f"{t}.parquet": file_digest(run_dir / f"{t}.parquet")
-             for t in run.spec_data["tables"] if (run_dir / f"{t}.parquet").exists()}
+    # the run folder's manifest: what each file's bytes were, checked before
+    # reuse and before a rerun replaces it
+    files = {name: file_digest(run_dir / name)
+             for name in (TRACEBACK, *(f"{t}.parquet" for t in run.spec_data["tables"]))
+             if (run_dir / name).exists()}
     write_text(json.dumps({"key": run.key, "row": row, "files": files}, sort_keys=True,
                           default=float), run_dir / SUMMARY)
     if bug is not None and reraise:

@@ -139,13 +139,18 @@ class Manifest:
                             "it (move or delete it, and hierfair writes it again)")
         return path
 
-    def check_runs(self, run_ids: Iterable[str]) -> None:
-        """Refuse, before any work, a run folder hierfair did not make."""
+    def check_runs(self, run_ids: Iterable[str], tables: Iterable[str]) -> None:
+        """Refuse, before any work, a run folder hierfair did not make, or a
+        file in one that a rerun would replace and hierfair did not write
+        (:func:`check_run_folder`)."""
+        tables = tuple(tables)
         for run_id in run_ids:
             path = self.folder / "runs" / run_id
             if path.is_symlink() or (path.exists() and run_id not in self.runs):
                 raise SpecError(f"{path}: not a run folder hierfair made; refusing to write "
                                 "in it (move it, or choose another --out)")
+            if path.exists():
+                check_run_folder(path, tables)
 
     @contextmanager
     def writing(self, name: str) -> Iterator[Path]:
@@ -195,19 +200,73 @@ class Manifest:
         write_text(json.dumps(data, indent=1) + "\n", self.folder / MANIFEST)
 
 
-def clear_run(run_dir: Path, tables: Iterable[str]) -> None:
-    """Remove what an earlier attempt of a run left in its folder, before the
-    run is written again: its summary first (until the new one is written the
-    folder holds no complete result), then its traceback and ``tables``.
+# -- a run's own folder: its summary.json is its manifest --------------------------
+def _run_names(tables: Iterable[str]) -> tuple[str, ...]:
+    """Every name hierfair writes in a run folder besides the summary."""
+    return (TRACEBACK, *(f"{t}.parquet" for t in tables))
 
-    Only these names, which hierfair alone writes there, in a run folder the
-    parent listed in the manifest (:meth:`Manifest.check_runs`,
-    :meth:`Manifest.add_runs`) before any worker started; a folder that is a
-    link is refused, and a file that is a link is removed as a link (the file
-    it points to is left alone)."""
+
+def _run_owned(run_dir: Path, names: tuple[str, ...]) -> dict[str, str]:
+    """The files of a run folder hierfair wrote, by its summary: a finished
+    run's records each file with its hash; an attempt under way lists what it
+    may write (PENDING); a summary of a version before these records (a key
+    and a row) is adopted with ``names``, what such a version wrote."""
+    path = run_dir / SUMMARY
+    if not path.exists():
+        return {}
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise SpecError(f"{path}: not a run summary hierfair wrote; refusing to replace it "
+                        "(move it away, or remove the run folder)") from None
+    if not isinstance(record, dict) or not ({"pending", "files"} & record.keys()
+                                            or {"key", "row"} <= record.keys()):
+        raise SpecError(f"{path}: not a run summary hierfair wrote; refusing to replace it "
+                        "(move it away, or remove the run folder)")
+    if "pending" in record:
+        return dict.fromkeys(record["pending"], PENDING)
+    if "files" in record:
+        return dict(record["files"])
+    return dict.fromkeys(names, PENDING)
+
+
+def check_run_folder(run_dir: Path, tables: Iterable[str]) -> dict[str, str]:
+    """The files of ``run_dir`` a rerun may replace or remove -- those its
+    summary says hierfair wrote, with the bytes it recorded -- or refuse the
+    first one present that hierfair did not write, or that changed since
+    (one line naming it).  Other files in the folder are left alone."""
+    names = _run_names(tables)
+    owned = _run_owned(run_dir, names)
+    for name in names:
+        path = run_dir / name
+        if not (path.exists() or path.is_symlink()):
+            continue
+        recorded = owned.get(name)
+        if recorded is None or path.is_symlink() or (
+                recorded != PENDING and file_digest(path) != recorded):
+            what = "was changed since hierfair wrote it" if recorded else \
+                "is not a file hierfair wrote"
+            raise SpecError(f"{path}: {what}; refusing to replace it (move it away, or "
+                            "remove the run folder to run it again)")
+    return owned
+
+
+def clear_run(run_dir: Path, tables: Iterable[str]) -> None:
+    """Before a run is written again: its summary is replaced by the list of
+    what this attempt may write (so the folder holds no complete result, and
+    an interruption leaves files hierfair still knows as its own), then what
+    the earlier attempt wrote there goes.
+
+    Only files the summary says hierfair wrote, unchanged since
+    (:func:`check_run_folder`, which the parent ran on every run folder
+    before any worker started); a folder that is a link is refused."""
     if run_dir.is_symlink():
         raise SpecError(f"{run_dir}: a symbolic link; refusing to write through it")
-    for name in (SUMMARY, TRACEBACK, *(f"{t}.parquet" for t in tables)):
+    names = _run_names(tables)
+    check_run_folder(run_dir, tables)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_text(json.dumps({"pending": list(names)}), run_dir / SUMMARY)
+    for name in names:
         (run_dir / name).unlink(missing_ok=True)
 
 

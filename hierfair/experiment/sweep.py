@@ -55,7 +55,7 @@ from hierfair.experiment.cache import (
     describe_plan,
 )
 from hierfair.experiment.claims import evaluate, verdicts_json
-from hierfair.experiment.detail import detail_table
+from hierfair.experiment.detail import DETAIL_TABLES, detail_table
 from hierfair.experiment.execute import _experiment, _simulate, execute
 from hierfair.experiment.grid import _grid_path_problems, _tokens, apply_grid_value
 from hierfair.experiment.manifest import TRACEBACK, Manifest, relative_source
@@ -127,7 +127,7 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
     folder = Path(out) / base.spec.name
     manifest = Manifest.open(folder)
     manifest.own_spec(relative_source(source, Path(out)), replace)
-    manifest.check_runs(run.run_id for run in planned.runs)
+    manifest.check_runs((run.run_id for run in planned.runs), DETAIL_TABLES)
     folder.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(folder)  # left by a sweep killed mid-write
     manifest.write_text("spec.yaml", base.resolved_yaml())
@@ -187,7 +187,7 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
     if progress:
         progress(done, len(runs), None)
     if todo:
-        manifest.check_runs(run.run_id for run in todo)  # an adaptive round's new seeds too
+        manifest.check_runs((run.run_id for run in todo), DETAIL_TABLES)  # new seeds too
         manifest.add_runs(run.run_id for run in todo)
         _write_runs(rows, manifest)
         manifest.remove("claims.json")
