@@ -29,6 +29,7 @@ from hierfair.algorithms.capacity import CapacityCurrent, NaiveHDRF
 from hierfair.algorithms.collapsed import Collapsed, CollapsedCPU, CollapsedMem
 from hierfair.algorithms.dff import DFF
 from hierfair.algorithms.drf import WeightedDRF
+from hierfair.algorithms.drfh import DRFH
 from hierfair.algorithms.fifo import FIFO
 from hierfair.algorithms.hdrf import (
     DynamicHDRF,
@@ -39,7 +40,10 @@ from hierfair.algorithms.hdrf import (
 from hierfair.algorithms.hdrf_fast import FastHDRF
 from hierfair.algorithms.mch import MCH
 from hierfair.algorithms.pdrf import PDRF
+from hierfair.algorithms.per_server import PerServerDRF
+from hierfair.algorithms.psdsf import PSDSF
 from hierfair.algorithms.slots import Slots
+from hierfair.algorithms.tsf import TSF
 from hierfair.errors import SpecError, did_you_mean, from_pydantic
 from hierfair.sim.policy import BasePolicy
 
@@ -62,6 +66,10 @@ ALGORITHMS: Mapping[str, type[BasePolicy]] = {
         DFF,
         Slots,
         PDRF,
+        DRFH,
+        TSF,
+        PerServerDRF,
+        PSDSF,
     )
 }
 

@@ -25,6 +25,7 @@ from hierfair.datasets.base import BuildContext, RawJob, finalize
 from hierfair.errors import SpecError
 from hierfair.fields import Strict
 from hierfair.sim.model import Cluster, Workload
+from hierfair.sim.placement_rules import Placement
 
 #: Table 1: (node, <CPU, Memory, MIC>, tasks).
 TABLE1 = (
@@ -44,7 +45,7 @@ class ClusterParams(Strict):
     mem_per_node: PositiveFloat = 136
     heterogeneity: PositiveFloat = 16.0
     pooled: bool = False
-    placement: Literal["first-fit", "best-fit"] = "first-fit"
+    placement: Placement = "first-fit"
     #: ``cluster.headroom``, as for servers written out; validated (and used) by
     #: hierfair.experiment.spec (HeadroomSpec): here only so the schema shows it.
     headroom: str | dict[str, Any] | None = None

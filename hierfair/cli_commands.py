@@ -21,6 +21,7 @@ from hierfair.errors import HierfairError
 def _list(args: argparse.Namespace) -> int:
     from hierfair.algorithms import available, params_of, plugins
     from hierfair.datasets import CLUSTER_KINDS, HIERARCHY_KINDS, WORKLOAD_KINDS
+    from hierfair.sim.placement_rules import PLACEMENT_HELP
 
     def section(title: str, rows: list[tuple[str, str]]) -> None:
         print(title)
@@ -37,6 +38,8 @@ def _list(args: argparse.Namespace) -> int:
             algos.append(("", f"  {field}: {kind} = {default}"))
     section("algorithms (params: name: type = default; your own: docs/extending.md):",
             algos)
+    section("placements (cluster.placement, or an algorithm's placement:):",
+            list(PLACEMENT_HELP.items()))
     section("workload kinds:", [(n, k.description) for n, k in WORKLOAD_KINDS.items()])
     section("hierarchy kinds:", [(n, k.description) for n, k in HIERARCHY_KINDS.items()])
     section("cluster kinds:", [(n, k.description) for n, k in CLUSTER_KINDS.items()])

@@ -58,7 +58,8 @@ class Filled(NamedTuple):
     fractional: bool
 
 
-def fill(exp: Experiment, policy: BasePolicy, seed: int, churn: int = 0) -> Filled:
+def fill(exp: Experiment, policy: BasePolicy, seed: int, churn: int = 0,
+         placement: str | None = None) -> Filled:
     """The papers' static examples replayed: every job arrives at once and
     the cluster fills; then, ``churn`` times, the earliest-started task
     finishes and the policy refills the room.  A policy with a
@@ -68,7 +69,7 @@ def fill(exp: Experiment, policy: BasePolicy, seed: int, churn: int = 0) -> Fill
     if fractional is not None:
         alloc, tasks = fractional(exp.hierarchy, exp.cluster.total, exp.workload(seed))
         return Filled(alloc, tasks, (exp.cluster.total - alloc[0])[None, :], True)
-    sim = exp.simulator(policy, seed)
+    sim = exp.simulator(policy, seed, placement=placement)
     sim.submit_all()
     for _ in range(churn):
         if not sim.finish_earliest():
@@ -81,7 +82,7 @@ def allocate(exp: Experiment, algorithm: str | AlgorithmSpec, churn: int = 0,
              seed: int | None = None) -> Allocation:
     algo = algorithm if isinstance(algorithm, AlgorithmSpec) else AlgorithmSpec(name=algorithm)
     seed = exp.spec.seed_list[0] if seed is None else seed
-    filled = fill(exp, make_policy(algo.name, algo.params), seed, churn)
+    filled = fill(exp, make_policy(algo.name, algo.params), seed, churn, algo.placement)
     return Allocation(algorithm=algo.display, resources=exp.cluster.resources,
                       paths=exp.hierarchy.paths, shares=filled.alloc / exp.cluster.total,
                       tasks=filled.tasks)

@@ -80,7 +80,7 @@ def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
                           run.input_id)
         deadline = time.monotonic() + timeout if timeout else None
         sim = exp.simulator(make_policy(run.algorithm["name"], run.algorithm.get("params")),
-                            run.seed, deadline=deadline)
+                            run.seed, deadline=deadline, placement=run.algorithm.get("placement"))
         result = sim.run(until=exp.spec.stop_at)
         row.update(summarize(result, **exp.spec.metrics.model_dump()))
         row["workload_source"] = result.workload_source

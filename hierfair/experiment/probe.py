@@ -105,7 +105,8 @@ class Probe:
         """``finer`` k: every task cut into k tasks of 1/k its demand (lies too)."""
         key = (churn, without, lies, finer)
         if key not in self._fills:
-            filled = fill(self._variant(without, lies, finer), self._policy(), self.seed, churn)
+            filled = fill(self._variant(without, lies, finer), self._policy(), self.seed, churn,
+                          self.algorithm.placement)
             if filled.fractional:  # a static definition: shares, no tasks, pooled
                 have = self.total > 0
                 shares = np.divide(filled.alloc, self.total, out=np.zeros_like(filled.alloc),
@@ -154,7 +155,8 @@ class Probe:
         stopped at simulated time ``until``."""
         key = (until,)
         if key not in self._runs:
-            sim = self.exp.simulator(self._policy(), self.seed)
+            sim = self.exp.simulator(self._policy(), self.seed,
+                                     placement=self.algorithm.placement)
             self._runs[key] = sim.run(until=until).allocations
         return self._runs[key]
 

@@ -116,16 +116,18 @@ class Experiment:
         """One run in this process: a fresh ``algo`` policy on a fresh
         simulator for ``seed``, to ``stop_at`` (nothing written; ``hierfair.run``
         runs and records every run of a spec)."""
-        return self.simulator(make_policy(algo.name, algo.params), seed).run(
-            until=self.spec.stop_at)
+        return self.simulator(make_policy(algo.name, algo.params), seed,
+                              placement=algo.placement).run(until=self.spec.stop_at)
 
-    def simulator(self, policy: BasePolicy, seed: int, deadline: float | None = None
-                  ) -> Simulator:
-        """A simulator of this experiment's workload for ``seed`` under ``policy``."""
+    def simulator(self, policy: BasePolicy, seed: int, deadline: float | None = None,
+                  placement: str | None = None) -> Simulator:
+        """A simulator of this experiment's workload for ``seed`` under
+        ``policy``, placing by ``placement`` (an algorithm entry's), else the
+        policy's own (drfh), else the cluster's."""
         f = self.spec.faults
         outages = tuple((self._server(o.server, i), o.at, o.repair)
                         for i, o in enumerate(f.servers))
-        placement: str = self.placement
+        placement = placement or type(policy).placement or self.placement
         hr = self.headroom
         if hr is not None and (hr.algorithms is None or type(policy).name in hr.algorithms):
             vector = self.headroom_vector(self.workload(seed))
@@ -214,11 +216,15 @@ def load_saved(folder: str | Path) -> Experiment:
 
 
 def _algorithm_problems(i: int, name: str, params: Any, cluster: Cluster | None,
-                        ) -> list[SpecError]:
+                        placement: str | None = None) -> list[SpecError]:
     """What is wrong with ``algorithms[i]`` (its name, params, or their fit to
     the cluster when it is known)."""
     try:
         policy = make_policy(name, params)
+        if placement is not None and type(policy).places_tasks:
+            return [SpecError(f"{type(policy).name} places every task itself (per server); "
+                              "remove this placement", where=f"algorithms[{i}].placement",
+                              value=placement)]
         if cluster is not None:
             type(policy).check(policy.params, cluster)
     except SpecError as exc:
@@ -282,7 +288,8 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
     hierarchy = attempt(lambda: build_hierarchy(spec.hierarchy))
     if check_algorithms:  # imports each policy: not for a saved spec (load_saved)
         problems += [p for i, algo in enumerate(spec.algorithms)
-                     for p in _algorithm_problems(i, algo.name, algo.params, cluster)]
+                     for p in _algorithm_problems(i, algo.name, algo.params, cluster,
+                                                    algo.placement)]
     if headroom is not None and not problems and check_algorithms:
         problems += _headroom_algorithm_problems(headroom, spec.algorithms)
     if cluster is not None and hierarchy is not None:

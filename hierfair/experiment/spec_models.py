@@ -13,7 +13,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Discriminator, Field, PositiveInt, Tag, field_validator, model_validator
+from pydantic import (
+    Discriminator,
+    Field,
+    PositiveInt,
+    Tag,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from hierfair.experiment.claim_spec import ClaimSpec
 from hierfair.experiment.limits import (
@@ -28,6 +36,7 @@ from hierfair.experiment.limits import (
     Time,
 )
 from hierfair.experiment.results import HOGS_MIN_TASKS, MICE_MAX_TASKS
+from hierfair.sim.placement_rules import Placement
 from hierfair.experiment.spec_base import Strict
 
 
@@ -92,7 +101,8 @@ def _no_headroom(v: Any) -> Any:
 class ClusterSpec(Strict):
     resources: list[str] = Field(min_length=1)
     servers: list[ServerSpec] = Field(min_length=1)
-    placement: Literal["first-fit", "best-fit"] = "first-fit"
+    #: Where a task goes among the servers with room (hierfair.sim.placement_rules).
+    placement: Placement = "first-fit"
     #: Kept free on every server for the largest task (HeadroomSpec; docs/spec.md).
     headroom: HeadroomSpec | None = None
 
@@ -111,6 +121,17 @@ class AlgorithmSpec(Strict):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
     label: str | None = None
+    #: This algorithm's placement, over the policy's own (drfh's) and the
+    #: cluster's: any fairness policy with any placement.
+    placement: Placement | None = None
+
+    @model_serializer(mode="wrap")
+    def _unset_placement_left_out(self, handler: Any) -> Any:
+        # an entry without one dumps as before, so earlier results keep their keys
+        out = handler(self)
+        if out.get("placement", 0) is None:
+            del out["placement"]
+        return out
 
     @property
     def display(self) -> str:

@@ -33,7 +33,7 @@ import numpy as np
 from hierfair.errors import PolicyError
 from hierfair.sim.events import ARRIVAL, DOWN, FINISH, TASK_FAIL, UP, Event, Faults
 from hierfair.sim.ledger import FINISHED, PENDING, RUNNING, Ledger
-from hierfair.sim.model import Cluster, Hierarchy, Job, Workload, shown
+from hierfair.sim.model import TOLERANCE, Cluster, Hierarchy, Job, Workload, shown
 from hierfair.sim.placement import Index, Placement, ServerIndex
 from hierfair.sim.policy import BasePolicy
 from hierfair.sim.recording import OUTCOMES, Recorder
@@ -87,6 +87,12 @@ class Simulator:
         self._ledger = Ledger(workload.jobs, hierarchy.n_nodes, cluster.n_servers)
         self._index: Index = (policy.make_index(cluster, placement)
                               or ServerIndex(cluster.capacities, placement))
+        if hasattr(self._index, "use_seed"):  # random placement draws from the run's seed
+            self._index.use_seed(seed)
+        #: the policy's own choice of server, if it makes one (None: placement's)
+        self._server_for = getattr(policy, "server_for", None)
+        if getattr(type(policy), "server_for", None) is BasePolicy.server_for:
+            self._server_for = None  # the base's always defers: skip the call
         self._usage = NodeUsage(hierarchy, cluster.n_resources)
         self._rec = Recorder(cluster.resources)
         self._mode = interruptions or Interruptions()
@@ -215,10 +221,17 @@ class Simulator:
         job_id = queue[0]
         job = self._jobs[job_id]
         index = self._index
-        server = index.choose(job.demand)
+        server = self._server_for(leaf, job.demand) if self._server_for else None
         if server is None:
-            raise PolicyError(f"policy selected leaf {self.hierarchy.paths[leaf]!r}, "
-                              "whose next task fits on no server")
+            server = index.choose(job.demand)
+            if server is None:
+                raise PolicyError(f"policy selected leaf {self.hierarchy.paths[leaf]!r}, "
+                                  "whose next task fits on no server")
+        elif not (0 <= server < self.cluster.n_servers
+                  and np.all(index.free_of(server) >= job.demand - TOLERANCE)):
+            raise PolicyError(f"policy placed leaf {self.hierarchy.paths[leaf]!r}'s next "
+                              f"task on server {server!r}, which has no room for it")
+        self.view.last_server = server
         now = self._now
         task = led.launch(job_id, leaf, server, now)
         need = self._need[job_id]
@@ -240,7 +253,8 @@ class Simulator:
         led = self._ledger
         job_id = led.stop(task, self._now, new)
         leaf, need = led.job_leaf[job_id], self._need[job_id]
-        self._index.release(led.server[task], need)
+        server = self.view.last_server = led.server[task]
+        self._index.release(server, need)
         self._usage.remove(leaf, need)
         self._dirty.add(leaf)
         return job_id

@@ -8,7 +8,9 @@ questions quickly:
   many times per decision, then the simulator asks ``choose(d)`` for the same
   demand, so answers are cached per demand.
 * ``choose(d)`` -- pick a server: *first-fit* (lowest server index with room)
-  or *best-fit* (the server that is left with the least normalised free space).
+  or one of the rules that compare every server with room
+  (:mod:`hierfair.sim.placement_rules`: least-leftover, also called best-fit;
+  DRFH's shape distance; Tetris's dot product; random).
 
 First-fit keeps, per resource, a shallow tree of upper bounds of the
 maxima over blocks of ``BRANCH`` servers (1,200 servers: 75 blocks, 5
@@ -22,8 +24,8 @@ enters a block in vain tightens that block's bounds from the level below.
 Cached first-fit answers are kept exact instead of dropped: only one server's
 free space changes per update, so an allocation can only move an answer that
 *was* that server (to a later one, searched from there), and a release can
-only move an answer earlier (to that server, if it now fits).  Best-fit
-compares every server and recomputes after every change.
+only move an answer earlier (to that server, if it now fits).  The comparing
+rules look at every server and recompute after every change.
 
 Every index (this one, or a policy's own, see ``BasePolicy.make_index``) takes
 demands as ``np.ndarray`` in queries and as plain float tuples in updates.
@@ -36,17 +38,21 @@ does exactly what it did before.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from hierfair.sim.model import TOLERANCE
+from hierfair.sim.placement_rules import PLACEMENTS, RULES, Placement
+
+__all__ = ["BRANCH", "PLACEMENTS", "Index", "Placement", "ServerIndex", "TOLERANCE",
+           "first_room"]
 
 if TYPE_CHECKING:  # a placement carries one; this module builds none
     from hierfair.sim.headroom import Headroom
 
-Placement = Literal["first-fit", "best-fit"]
-PLACEMENTS: tuple[str, ...] = ("first-fit", "best-fit")
+#: The stream of the run's seed that ``random`` placement draws from.
+PLACEMENT_STREAM = 0x9D1A
 
 
 # More cached first-fit answers than this and the cache is dropped: each update
@@ -113,6 +119,12 @@ class Index(Protocol):
 
     def set_up(self, server: int) -> None: ...
 
+    def use_seed(self, seed: int) -> None:
+        """Draw ``random`` placements from the run's seed (the simulator calls
+        this once, before the first task; a stream of its own)."""
+        self._rng = np.random.default_rng(np.random.SeedSequence(
+            seed, spawn_key=(PLACEMENT_STREAM,)))
+
     def duration_factor(self, server: int) -> float: ...
 
 
@@ -127,6 +139,8 @@ class ServerIndex:
         self.headroom: Headroom | None = getattr(placement, "headroom", None)
         self.placement = str(placement)
         self._first = placement == "first-fit"
+        self._rule = RULES.get(str(placement))
+        self._rng = np.random.default_rng(np.random.SeedSequence(0, spawn_key=(PLACEMENT_STREAM,)))
         self.capacity = np.array(capacities, dtype=np.float64)
         self.total = self.capacity.sum(axis=0)
         self._scale = np.where(self.total > 0, self.total, 1.0)
@@ -207,7 +221,7 @@ class ServerIndex:
             if len(self._answers) >= _MAX_ANSWERS:
                 self._answers.clear()
         else:
-            need, server = [], self._best_fit(demand, room)
+            need, server = [], self._compare(demand, room)
         self._answers[key] = [need, server]
         return server
 
@@ -217,6 +231,12 @@ class ServerIndex:
         if self.headroom is None:
             return demand
         return self.headroom.room(demand, self._scale)
+
+    def use_seed(self, seed: int) -> None:
+        """Draw ``random`` placements from the run's seed (the simulator calls
+        this once, before the first task; a stream of its own)."""
+        self._rng = np.random.default_rng(np.random.SeedSequence(
+            seed, spawn_key=(PLACEMENT_STREAM,)))
 
     def duration_factor(self, server: int) -> float:
         """How much slower a task starting now on ``server`` runs (never: tasks
@@ -386,18 +406,18 @@ class ServerIndex:
             return None
         if self._first:
             return int(np.argmax(ok))
-        leftover = ((free - demand) / self._scale).sum(axis=1)
-        leftover[~ok] = np.inf
-        return int(np.argmin(leftover))
+        return self._pick(free, demand, ok)
 
-    def _best_fit(self, demand: np.ndarray, room: np.ndarray) -> int | None:
-        """The server with room (``room``: the demand, or with the headroom)
-        that ``demand`` leaves with the least normalised free space."""
+    def _compare(self, demand: np.ndarray, room: np.ndarray) -> int | None:
+        """The server the comparing rule picks among those with room
+        (``room``: the demand, or with the headroom)."""
         free = self.mirror
         assert free is not None
         ok = np.all(free >= room - TOLERANCE, axis=1)
         if not ok.any():
             return None
-        leftover = ((free - demand) / self._scale).sum(axis=1)
-        leftover[~ok] = np.inf
-        return int(np.argmin(leftover))  # argmin takes the lowest index on ties
+        return self._pick(free, demand, ok)
+
+    def _pick(self, free: np.ndarray, demand: np.ndarray, ok: np.ndarray) -> int:
+        assert self._rule is not None
+        return self._rule(free, demand, ok, self._scale, self.capacity, self._rng)

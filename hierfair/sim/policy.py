@@ -6,7 +6,8 @@ task started or finished, a job completed) and, whenever resources may be
 assigned, repeatedly asks it one question: *which leaf's next task runs now?*
 The policy answers with a leaf whose next task fits on some server, or ``None``
 when it will place nothing more until something changes.  The simulator then
-places that task (first-fit or best-fit) and asks again.
+places that task (by the run's placement rule, or on the server the policy
+names) and asks again.
 
 Everything a policy may read about the present is its
 :class:`~hierfair.sim.view.PolicyView` (``self.state`` once attached); it
@@ -34,8 +35,11 @@ The hooks, in the order the simulator calls them (docs/extending.md):
    * ``preemptions()``: running tasks to stop before this round, as
      ``(task, beneficiary leaf)``; each beneficiary's next task starts in the
      room made, if it fits;
-   * ``select()`` until it answers None; after each leaf it names, the task
-     starts and ``on_task_start(leaf, demand)`` follows at once.
+   * ``select()`` until it answers None; after each leaf it names,
+     ``server_for(leaf, demand)`` may name the server (None, the base's
+     answer: the placement rule picks it), the task starts there and
+     ``on_task_start(leaf, demand)`` follows at once (``view.last_server``
+     says where).
 
 A policy may change only its own state.  ``select`` must name a leaf with a
 pending task that fits (``view.pending(leaf) > 0`` and
@@ -89,6 +93,10 @@ class Policy(Protocol):
     def select(self) -> int | None:
         """The leaf whose next task should start now, or None to stop this round."""
 
+    def server_for(self, leaf: int, demand: np.ndarray) -> int | None:
+        """The server for the task :meth:`select` just named, or None to
+        leave it to the placement rule (policies that decide per server)."""
+
     def preemptions(self) -> list[tuple[int, int]]:
         """Running tasks to stop before this round, as ``(task, beneficiary
         leaf)``; they go back to their leaf's queue.  Most policies: none."""
@@ -113,6 +121,13 @@ class BasePolicy(Generic[P]):
     description: ClassVar[str] = ""
     #: The pydantic model of ``params:`` (the class P stands for).
     Params: ClassVar[type[BaseModel]] = NoParams
+    #: The placement the mechanism is defined with (``drfh``: DRFH's shape
+    #: distance), used unless the spec's algorithm entry names one; None:
+    #: the cluster's.  Ignored by a policy that names its servers itself.
+    placement: ClassVar[str | None] = None
+    #: Whether :meth:`server_for` always names the server (the placement
+    #: rule is then never asked, and a spec may not name one).
+    places_tasks: ClassVar[bool] = False
     params: P
     state: PolicyView
 
@@ -149,6 +164,12 @@ class BasePolicy(Generic[P]):
 
     def select(self) -> int | None:
         raise NotImplementedError
+
+    def server_for(self, leaf: int, demand: np.ndarray) -> int | None:
+        """The server for the task :meth:`select` just named: None lets the
+        run's placement rule choose (every policy but the per-server ones).
+        The server named must have room for ``demand``."""
+        return None
 
     def preemptions(self) -> list[tuple[int, int]]:
         return []

@@ -63,6 +63,10 @@ class PolicyView:
     cluster: Cluster
     #: Simulated time now, in seconds.
     now: float
+    #: The server of the task being started or stopped, read in
+    #: ``on_task_start`` and ``on_task_finish`` (-1 before the first): what
+    #: a policy that keeps per-server accounts needs.
+    last_server: int
     #: The policy's own random generator, seeded from the run's seed (a
     #: stream of its own: drawing from it changes no workload or fault).  A
     #: policy that draws from it gives the same schedule for the same seed,
@@ -82,6 +86,7 @@ class PolicyView:
                  ) -> None:
         self.hierarchy, self.cluster, self.rng = hierarchy, cluster, rng
         self.now = 0.0  # the simulator moves it
+        self.last_server = -1  # the simulator sets it before each task notification
         self._jobs, self._ledger, self._usage, self._index = jobs, ledger, usage, index
         self.pending = ledger.pending.__getitem__
         self.alloc_row = usage.rows.__getitem__
@@ -113,6 +118,14 @@ class PolicyView:
     def server_free(self, server: int) -> np.ndarray:
         """Free capacity of one server, per resource."""
         return self._index.free_of(server)
+
+    @property
+    def free(self) -> np.ndarray:
+        """Free capacity of every server (servers x resources), a copy."""
+        free = getattr(self._index, "free", None)
+        if free is not None:
+            return np.asarray(free)
+        return np.array([self._index.free_of(i) for i in range(self.cluster.n_servers)])
 
     @property
     def release_epoch(self) -> int:
