@@ -23,6 +23,7 @@ from hierfair.datasets import (
     facebook,
     full_binary,
     google,
+    google_machines,
     jobs,
     paper_trees,
     swf,
@@ -77,6 +78,10 @@ HIERARCHY_KINDS = _table(
 CLUSTER_KINDS = _table(
     Kind("cpu-mic", "the DFF letter's CPU-MIC cluster, CPU:MIC ratio as a parameter",
          cpu_mic.ClusterParams, cpu_mic.build_cluster, cpu_mic.cluster_size),
+    Kind("google-2011-machines", "the Google 2011 cell's ten CPU/memory machine "
+         "configurations in their proportions, normalised to the largest",
+         google_machines.ClusterParams, google_machines.build_cluster,
+         google_machines.cluster_size),
 )
 
 

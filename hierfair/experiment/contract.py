@@ -170,6 +170,11 @@ KIND_EXAMPLES: dict[str, dict[str, Any]] = {
                         "workload": {"kind": "facebook-bins", "jobs": 40}},
     "cluster.cpu-mic": {"cluster": {"kind": "cpu-mic", "nodes": 7},
                         "workload": {"kind": "cpu-mic"}, "hierarchy": _DFF},
+    "cluster.google-2011-machines": {
+        "cluster": {"kind": "google-2011-machines", "servers": 40},
+        "workload": {"kind": "jobs", "jobs": [{"queue": "a", "tasks": 50, "duration": 2,
+                                               "demand": {"cpu": 0.1, "mem": 0.05}}]},
+        "hierarchy": {"a": {}}},
 }
 #: The spec every example is set into (big enough for any of them).
 _AROUND: dict[str, Any] = {
