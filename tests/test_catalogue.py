@@ -19,7 +19,8 @@ def test_the_catalogue_lists_every_paper_with_unique_ids():
     items = read_catalogue(CATALOGUE)
     ids = [item.id for item in items]
     assert len(ids) == len(set(ids)) >= 80
-    assert {i.split("-")[0] for i in ids} == {"hdrf", "mch", "dff", "drf", "pdrf"}
+    assert {i.split("-")[0] for i in ids} == {"hdrf", "mch", "dff", "drf", "pdrf", "drfh",
+                                              "psdsf"}
     assert all(item.claim for item in items)
 
 

@@ -91,6 +91,12 @@ def test_online_psdsf_locks_in_a_task_that_the_ps_dsf_allocation_would_not_keep(
                                               ("u2", "s2"): 10}
 
 
+def test_tetris_alignment_is_not_packing_by_shape():
+    # demand . free, each over the server's capacity: u1's first task scores
+    # 0.1 + 0.083 on s1 and 0.017 + 0.5 on s2, so it goes where memory is scarce
+    assert placed(_experiment(), "drf", "dot-product") == {("u1", "s2"): 2, ("u2", "s1"): 2}
+
+
 def test_a_per_server_policy_names_its_own_servers():
     with pytest.raises(SpecError, match=r"algorithms\[0\]\.placement.*places every task"):
         _experiment(algorithms=[{"name": "psdsf", "placement": "drfh"}])
