@@ -29,7 +29,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from hierfair.sim.model import TOLERANCE
+from hierfair.sim.model import TOLERANCE, eligible_servers
 from hierfair.sim.policy import BasePolicy, NoParams, PolicyView
 
 #: Keys are rounded to this many decimals, so equal shares computed along
@@ -87,9 +87,14 @@ class PerServerPolicy(BasePolicy[NoParams]):
         if not self._demanding:
             return None
         leaves = sorted(self._demanding)
-        demands = np.array([state.next_demand(leaf) for leaf in leaves])
+        heads = [state.next_demand(leaf) for leaf in leaves]
+        demands = np.array(heads)
         free = state.free
         fits = np.all(free[None, :, :] >= demands[:, None, :] - TOLERANCE, axis=2)
+        for k, head in enumerate(heads):  # placement constraints: only its servers
+            servers = eligible_servers(head)
+            if servers is not None:
+                fits[k] &= servers
         if not fits.any():
             return None
         rows = np.array([self._row[leaf] for leaf in leaves])

@@ -11,8 +11,8 @@ Online (the form a scheduler runs): serve the demanding leaf with the lowest
 weighted task share whose next task fits; the run's placement rule puts it.
 A leaf whose tasks differ in size counts each running task as ``1 / h(d)``
 for its own demand ``d`` (``x_n / h_n`` when every task is the same).  Users
-are the leaves, weighted by their own weight.  Placement constraints (h over
-the servers a user may use) are not modelled yet: every server is eligible.
+are the leaves, weighted by their own weight.  With placement constraints
+``h`` counts only the servers the task may use (``demand.servers``).
 
 Under churn the online form fills each freed slot with the lowest task share
 at that moment; it does not move running tasks to reach the divisible TSF
@@ -26,6 +26,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from hierfair.sim.model import eligible_servers
 from hierfair.sim.policy import BackfillParams, LeafPriorityPolicy, PolicyView
 
 #: Task shares are rounded to this many decimals in keys, so equal shares tie
@@ -34,10 +35,14 @@ KEY_DECIMALS = 12
 
 
 def tasks_alone(capacities: np.ndarray, demand: np.ndarray) -> float:
-    """``h = sum_i min_r c_{i,r} / d_r``: tasks of ``demand`` the whole
-    cluster could run for one user alone, counted fluidly per server."""
-    used = demand > 0
-    return float((capacities[:, used] / demand[used]).min(axis=1).sum())
+    """``h = sum_i min_r c_{i,r} / d_r``: tasks of ``demand`` the servers it
+    may use (all, or its placement constraint's) could run for one user
+    alone, counted fluidly per server."""
+    servers = eligible_servers(demand)
+    caps = capacities if servers is None else capacities[servers]
+    d = np.asarray(demand)
+    used = d > 0
+    return float((caps[:, used] / d[used]).min(axis=1).sum())
 
 
 class TSF(LeafPriorityPolicy[BackfillParams]):

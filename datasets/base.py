@@ -25,7 +25,7 @@ import numpy as np
 
 from hierfair.errors import SpecError, did_you_mean
 from hierfair.fields import MAX_AMOUNT, MAX_TIME, check_range
-from hierfair.sim.model import Cluster, Hierarchy, InputFile, Job, Workload
+from hierfair.sim.model import Cluster, Demand, Hierarchy, InputFile, Job, Workload
 
 DATA_ENV = "HIERFAIR_DATA"
 
@@ -55,6 +55,8 @@ class RawJob:
     submit: float = 0.0
     name: str = ""
     where: str = ""  # where it came from (field path or file:line), for messages
+    #: server labels its tasks need, besides its leaf's (placement constraints)
+    requires: frozenset[str] = frozenset()
 
 
 def search_dirs(ctx: BuildContext) -> list[Path]:
@@ -126,6 +128,18 @@ def order_note(out_of_order: int, file: str) -> list[str]:
             if out_of_order else [])
 
 
+def constrained(demand: np.ndarray, need: frozenset[str], cluster: Cluster, where: str
+                ) -> Demand:
+    """``demand`` limited to the servers carrying every label in ``need``."""
+    servers = cluster.carrying(need)
+    if not servers.any():
+        known = sorted(set().union(*cluster.labels))
+        raise SpecError(f"no server carries every label of {sorted(need)} (the servers' "
+                        f"labels: {', '.join(known) or 'none'})", where=f"{where}.requires",
+                        value=sorted(need))
+    return Demand(demand, servers)
+
+
 def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
              source: str, *, inputs: tuple[InputFile, ...] = (), notes: Sequence[str] = (),
              skipped_lines: int = 0) -> Workload:
@@ -156,11 +170,16 @@ def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
         if not (demand > 0).any():
             raise SpecError("a task must demand some resource", where=f"{r.where}.demand",
                             value=dict(r.demand))
+        need = hierarchy.requires_of(leaf) | r.requires
+        if need:
+            demand = constrained(demand, need, cluster, r.where)
         if not cluster.fits_somewhere(demand):
-            biggest = cluster.capacities.max(axis=0)
+            allowed = cluster.capacities if not need else cluster.capacities[cluster.carrying(need)]
+            biggest = allowed.max(axis=0)
             raise SpecError(
-                "a task of this job fits on no server (largest server capacity per "
-                f"resource: {dict(zip(cluster.resources, biggest.tolist()))})",
+                "a task of this job fits on no server" + (" it may use" if need else "")
+                + f" (largest server capacity per resource: "
+                f"{dict(zip(cluster.resources, biggest.tolist()))})",
                 where=f"{r.where}.demand", value=dict(r.demand))
         demand.setflags(write=False)
         durations = np.asarray(r.durations, dtype=np.float64)

@@ -20,7 +20,7 @@ from pydantic import Field, PositiveInt
 
 from hierfair.datasets.base import BuildContext, RawJob, finalize
 from hierfair.errors import SpecError
-from hierfair.fields import Amount, PositiveTime, Strict, Time
+from hierfair.fields import Amount, Label, PositiveTime, Strict, Time
 from hierfair.sim.model import Workload
 
 
@@ -31,6 +31,8 @@ class JobSpec(Strict):
     duration: PositiveTime | list[PositiveTime]
     submit: Time = 0.0
     name: str | None = None
+    #: Server labels its tasks need (placement constraints; the leaf's too).
+    requires: list[Label] = Field(default_factory=list)
 
 
 class Params(Strict):
@@ -50,5 +52,6 @@ def build(params: Params, ctx: BuildContext) -> Workload:
         if len(durations) != j.tasks:
             raise SpecError(f"needs one duration per task ({j.tasks})",
                             where=f"{where}.duration", value=len(durations))
-        raw.append(RawJob(j.queue, j.demand, durations, j.submit, j.name or f"job{i}", where))
+        raw.append(RawJob(j.queue, j.demand, durations, j.submit, j.name or f"job{i}", where,
+                          frozenset(j.requires)))
     return finalize(raw, ctx.cluster, ctx.hierarchy, source="explicit job list")

@@ -17,21 +17,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from hierfair.errors import SpecError, from_pydantic
-from hierfair.fields import Strict, Weight
+from hierfair.fields import Label, Strict, Weight
 from hierfair.sim.model import Hierarchy
 
 
 class NodeSpec(Strict):
     weight: Weight = 1.0
     children: dict[str, NodeSpec | None] | None = None
+    #: Server labels every task below this node needs (placement constraints).
+    requires: list[Label] = Field(default_factory=list)
 
 
 def from_nested(data: Mapping[str, Any], where: str = "hierarchy") -> Hierarchy:
     """Build a :class:`Hierarchy` from the nested-mapping form."""
     nodes: list[tuple[str, float]] = []
+    requires: dict[str, frozenset[str]] = {}
 
     def walk(mapping: Mapping[str, Any], prefix: str, where: str) -> None:
         for name, body in mapping.items():
@@ -45,10 +48,12 @@ def from_nested(data: Mapping[str, Any], where: str = "hierarchy") -> Hierarchy:
                 raise from_pydantic(exc, prefix=here, model=NodeSpec) from None
             path = f"{prefix}{name}"
             nodes.append((path, node.weight))
+            if node.requires:
+                requires[path] = frozenset(node.requires)
             if node.children:
                 walk(body["children"], f"{path}/", f"{here}.children")
 
     if not data:
         raise SpecError("the hierarchy has no nodes", where=where)
     walk(data, "", where)
-    return Hierarchy.from_edges(nodes)
+    return Hierarchy.from_edges(nodes, requires)

@@ -54,3 +54,5 @@ def _weight(value: float) -> float:
 
 Weight = Annotated[float, Field(gt=0, le=MAX_WEIGHT), AfterValidator(_weight)]
 Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+#: A server label placement constraints name (``gpu``, ``rack-3``).
+Label = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")]

@@ -48,7 +48,7 @@ def _build_cluster(data: dict[str, Any]) -> tuple[Cluster, str, HeadroomSpec | N
     except ValidationError as exc:
         raise from_pydantic(exc, prefix="cluster", model=ClusterSpec) from None
     resources = tuple(spec.resources)
-    rows, names = [], []
+    rows, names, labels = [], [], []
     for i, server in enumerate(spec.servers):
         for r in server.capacity:
             if r not in resources:
@@ -59,12 +59,14 @@ def _build_cluster(data: dict[str, Any]) -> tuple[Cluster, str, HeadroomSpec | N
         for k in range(server.count):
             rows.append(vec)
             names.append(base if server.count == 1 else f"{base}-{k}")
+            labels.append(frozenset(server.labels))
     caps = np.array(rows)
     empty = [r for r, total in zip(resources, caps.sum(axis=0)) if total <= 0]
     if empty:
         raise SpecError("resource has no capacity on any server", where="cluster.resources",
                         value=empty[0])
-    cluster = Cluster(resources=resources, capacities=caps, server_names=tuple(names))
+    cluster = Cluster(resources=resources, capacities=caps, server_names=tuple(names),
+                      labels=tuple(labels))
     _check_headroom(spec.headroom, cluster)
     return cluster, spec.placement, spec.headroom
 

@@ -85,7 +85,7 @@ from hierfair.experiment.spec_models import (  # noqa: F401 - re-exported
 from hierfair.experiment.spec_yaml import _UniqueKeyLoader, read_yaml  # noqa: F401 - re-exported
 from hierfair.sim import Faults, Interruptions, SimulationResult, Simulator
 from hierfair.sim.headroom import Headroom, KeepHeadroom
-from hierfair.sim.model import Cluster, Hierarchy, Workload
+from hierfair.sim.model import Cluster, Hierarchy, Workload, eligible_servers
 from hierfair.sim.placement import PLACEMENTS
 from hierfair.sim.policy import BasePolicy
 
@@ -293,6 +293,7 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
     if headroom is not None and not problems and check_algorithms:
         problems += _headroom_algorithm_problems(headroom, spec.algorithms)
     if cluster is not None and hierarchy is not None:
+        problems += _label_problems(cluster, hierarchy)
         attempt(lambda: validate_claims(spec.claims, [a.display for a in spec.algorithms],
                                         hierarchy.paths, cluster.resources))
     if problems:
@@ -305,6 +306,9 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
         workload = experiment.workload(spec.seed_list[0])  # validates queues, demands and fit
         if headroom is not None:
             experiment.headroom_vector(workload)  # the largest task fits on every server
+        if check_algorithms and any(eligible_servers(j.demand) is not None
+                                    for j in workload.jobs):
+            _refuse_own_indexes(spec.algorithms)
         _check_size(Size(cluster.n_servers, hierarchy.n_nodes, int(hierarchy.depth.max()),
                          len(cluster.resources), len(workload.jobs), workload.n_tasks,
                          text_bytes([(f.name, f.size) for f in workload.inputs])),
@@ -312,6 +316,36 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
     else:
         parse_workload(spec.workload)  # params only
     return experiment
+
+
+def _label_problems(cluster: Cluster, hierarchy: Hierarchy) -> list[SpecError]:
+    """Every node's ``requires:`` names labels some server carries (all of them)."""
+    out = []
+    for node, own in enumerate(hierarchy.requires):
+        need = hierarchy.requires_of(node)
+        if own and not cluster.carrying(need).any():
+            known = sorted(set().union(*cluster.labels))
+            where = "hierarchy." + ".children.".join(hierarchy.paths[node].split("/"))
+            out.append(SpecError(f"no server carries every label of {sorted(need)} (the "
+                                 f"servers' labels: {', '.join(known) or 'none'})",
+                                 where=f"{where}.requires", value=sorted(own)))
+    return out
+
+
+def _refuse_own_indexes(algorithms: list[AlgorithmSpec]) -> None:
+    """A workload with placement constraints runs only under policies that
+    place through the shared index (hdrf-fast and slots-k test fits with
+    their own, which knows no constraints)."""
+    problems = []
+    for i, algo in enumerate(algorithms):
+        policy = make_policy(algo.name, algo.params)
+        if type(policy).make_index is not BasePolicy.make_index:
+            problems.append(SpecError(
+                "tests where tasks fit with its own index, which knows no placement "
+                "constraints (requires: in this spec); use another algorithm (hdrf makes "
+                "hdrf-fast's decisions)", where=f"algorithms[{i}].name", value=algo.name))
+    if problems:
+        raise SpecError.combine(problems)
 
 
 def _size_from_spec(spec: Spec) -> Size:

@@ -36,14 +36,17 @@ from hierfair.experiment.limits import (
     Time,
 )
 from hierfair.experiment.results import HOGS_MIN_TASKS, MICE_MAX_TASKS
-from hierfair.sim.placement_rules import Placement
 from hierfair.experiment.spec_base import Strict
+from hierfair.fields import Label
+from hierfair.sim.placement_rules import Placement
 
 
 class ServerSpec(Strict):
     count: PositiveInt = 1
     capacity: dict[str, Amount]
     name: str | None = None
+    #: Labels placement constraints name (``requires:`` on a node or a job).
+    labels: list[Label] = Field(default_factory=list)
 
 
 #: What ``cluster.headroom.size`` may name besides a vector (docs/spec.md).

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -38,13 +39,52 @@ def shown(path: str) -> str:
     return path or ROOT_NAME
 
 
+class Demand(np.ndarray):
+    """A task's demand vector that may run only on some servers (placement
+    constraints): ``servers`` is the mask of the servers it may use.
+
+    It is an ordinary demand vector everywhere else, so policies that never
+    look at constraints need no change; its ``tobytes`` carries the mask,
+    so the placement index (which caches answers by those bytes) never
+    confuses it with the same demand unconstrained."""
+
+    servers: np.ndarray
+
+    def __new__(cls, vector: np.ndarray, servers: np.ndarray) -> Demand:
+        obj = np.array(vector, dtype=np.float64).view(cls)
+        mask = np.array(servers, dtype=bool)
+        mask.setflags(write=False)
+        obj.servers = mask
+        obj._tag = b"|" + np.packbits(mask).tobytes()
+        return obj
+
+    def __array_finalize__(self, obj: Any) -> None:
+        # arithmetic on a constrained demand keeps its constraint (d + headroom)
+        self.servers = getattr(obj, "servers", None)
+        self._tag = getattr(obj, "_tag", b"")
+
+    def tobytes(self, order: Any = "C") -> bytes:
+        return super().tobytes(order) + self._tag
+
+    def __reduce__(self) -> Any:
+        return (Demand, (np.asarray(self), self.servers))
+
+
+def eligible_servers(demand: np.ndarray) -> np.ndarray | None:
+    """The servers ``demand`` may use (a mask), None for any."""
+    return getattr(demand, "servers", None)
+
+
 @dataclass(frozen=True)
 class Cluster:
-    """Servers with capacity vectors over ``resources`` (in that order)."""
+    """Servers with capacity vectors over ``resources`` (in that order), each
+    with the labels placement constraints name (GPU, MIC, a rack)."""
 
     resources: tuple[str, ...]
     capacities: np.ndarray  # shape (servers, resources), float64
     server_names: tuple[str, ...] = ()
+    #: Per server, its labels (default: none).
+    labels: tuple[frozenset[str], ...] = ()
 
     def __post_init__(self) -> None:
         caps = np.asarray(self.capacities, dtype=np.float64).reshape(-1, len(self.resources))
@@ -54,6 +94,12 @@ class Cluster:
             object.__setattr__(
                 self, "server_names", tuple(f"s{i}" for i in range(caps.shape[0]))
             )
+        if not self.labels:
+            object.__setattr__(self, "labels", (frozenset(),) * caps.shape[0])
+
+    def carrying(self, labels: frozenset[str]) -> np.ndarray:
+        """The mask of servers that carry every one of ``labels``."""
+        return np.array([labels <= own for own in self.labels], dtype=bool)
 
     @property
     def n_servers(self) -> int:
@@ -76,8 +122,10 @@ class Cluster:
         return v
 
     def fits_somewhere(self, demand: np.ndarray) -> bool:
-        """Whether an empty server exists that can hold ``demand``."""
-        return bool(np.any(np.all(self.capacities >= demand, axis=1)))
+        """Whether an empty server (one it may use) can hold ``demand``."""
+        room = np.all(self.capacities >= np.asarray(demand), axis=1)
+        servers = eligible_servers(demand)
+        return bool(np.any(room if servers is None else room & servers))
 
 
 @dataclass(frozen=True)
@@ -91,10 +139,26 @@ class Hierarchy:
     subtree_end: np.ndarray  # node i's subtree is range(i, subtree_end[i])
     depth: np.ndarray
     _index: dict[str, int] = field(repr=False, compare=False, default_factory=dict)
+    #: Per node, the server labels its subtree's tasks need (placement
+    #: constraints written on the node; empty: none).
+    requires: tuple[frozenset[str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.requires:
+            object.__setattr__(self, "requires", (frozenset(),) * len(self.paths))
+
+    def requires_of(self, node: int) -> frozenset[str]:
+        """Labels a task of ``node`` needs: its own and its ancestors'."""
+        need = self.requires[node]
+        for a in self.ancestors(node):
+            need = need | self.requires[a]
+        return need
 
     @classmethod
-    def from_edges(cls, nodes: Sequence[tuple[str, float]]) -> Hierarchy:
-        """Build from ``(path, weight)`` pairs listed in pre-order (root excluded)."""
+    def from_edges(cls, nodes: Sequence[tuple[str, float]],
+                   requires: Mapping[str, frozenset[str]] | None = None) -> Hierarchy:
+        """Build from ``(path, weight)`` pairs listed in pre-order (root
+        excluded), with the labels some nodes' tasks need (``requires``, by path)."""
         paths = [ROOT] + [p for p, _ in nodes]
         weights = np.array([1.0] + [float(w) for _, w in nodes])
         index = {p: i for i, p in enumerate(paths)}
@@ -121,6 +185,7 @@ class Hierarchy:
             subtree_end=end,
             depth=depth,
             _index=index,
+            requires=tuple(frozenset((requires or {}).get(p, ())) for p in paths),
         )
 
     @classmethod
@@ -163,7 +228,8 @@ class Hierarchy:
 
 @dataclass(frozen=True)
 class Job:
-    """A bag of tasks with one demand vector, submitted to one leaf."""
+    """A bag of tasks with one demand vector, submitted to one leaf.  A
+    job limited to some servers has a :class:`Demand` (``demand.servers``)."""
 
     id: int
     leaf: int  # hierarchy node index

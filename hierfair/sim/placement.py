@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from hierfair.sim.model import TOLERANCE
+from hierfair.sim.model import TOLERANCE, eligible_servers
 from hierfair.sim.placement_rules import PLACEMENTS, RULES, Placement
 
 __all__ = ["BRANCH", "PLACEMENTS", "Index", "Placement", "ServerIndex", "TOLERANCE",
@@ -119,12 +119,6 @@ class Index(Protocol):
 
     def set_up(self, server: int) -> None: ...
 
-    def use_seed(self, seed: int) -> None:
-        """Draw ``random`` placements from the run's seed (the simulator calls
-        this once, before the first task; a stream of its own)."""
-        self._rng = np.random.default_rng(np.random.SeedSequence(
-            seed, spawn_key=(PLACEMENT_STREAM,)))
-
     def duration_factor(self, server: int) -> float: ...
 
 
@@ -169,6 +163,7 @@ class ServerIndex:
         self._upper = self._levels[1:]
         # demand bytes -> [need with tolerance, chosen server or None], updated in place
         self._answers: dict[bytes, list] = {}
+        self._masked: list[bytes] = []  # keys of answers for constrained demands
         #: Free resources per server as one array, (servers, resources), the
         #: same floats as the lists: best-fit's view, and kept on request
         #: (``mirror``) for compiled code that tests fits itself (hdrf-fast).
@@ -210,9 +205,12 @@ class ServerIndex:
         hit = self._answers.get(key)
         if hit is not None:
             return hit[1]
-        if self._scan_all:
-            need, server = [], self._scan_servers(demand)
+        servers = eligible_servers(demand)
+        if self._scan_all or servers is not None:
+            need, server = [], self._scan_servers(demand, servers)
             self._answers[key] = [need, server]
+            if not self._scan_all:  # dropped at the next change (see _drop_masked)
+                self._masked.append(key)
             return server
         room = demand if self.headroom is None else self.room(demand)
         if self._first:
@@ -324,8 +322,17 @@ class ServerIndex:
                 return
             old, below = top, col
 
+    def _drop_masked(self) -> None:
+        """Forget the answers for constrained demands: first-fit's in-place
+        updates below know nothing of their masks."""
+        for key in self._masked:
+            self._answers.pop(key, None)
+        self._masked.clear()
+
     def _shrunk(self, server: int) -> None:
         """``server`` has less room: only answers that were it can move (later)."""
+        if self._masked:
+            self._drop_masked()
         if not self._first or self._scan_all:
             self._answers.clear()
             return
@@ -341,6 +348,8 @@ class ServerIndex:
     def _grew(self, server: int) -> None:
         """``server`` has more room: answers after it (or none) may become it."""
         self.release_epoch += 1
+        if self._masked:
+            self._drop_masked()
         if not self._first or self._scan_all:
             self._answers.clear()
             return
@@ -392,16 +401,26 @@ class ServerIndex:
         if self.headroom.exempts(d, self._scale):
             self._held[server] += sign * d
 
-    def _scan_servers(self, demand: np.ndarray) -> int | None:
-        """count_exempt: the server the rule picks among those where ``demand``
-        fits and, unless the task may use the headroom, leaves free what exempt
-        tasks do not already hold of the headroom it must keep."""
-        assert self.headroom is not None and self.mirror is not None
+    def _scan_servers(self, demand: np.ndarray, servers: np.ndarray | None) -> int | None:
+        """The server the rule picks, by a scan of every server: among those
+        ``demand`` may use (``servers``, a placement constraint) where it fits
+        and, with a count_exempt headroom, unless the task may use it, leaves
+        free what exempt tasks do not already hold of the headroom it must keep."""
         free = self.mirror
-        ok = np.all(free >= demand - TOLERANCE, axis=1)
-        if not self.headroom.exempts(demand, self._scale):
-            ok &= np.all(free - demand + self._held >= self.headroom.kept(demand) - TOLERANCE,
-                         axis=1)
+        if free is None:
+            raise ValueError("a placement constraint needs the free-space mirror: build "
+                             "the index with mirror=True")
+        demand = np.asarray(demand)  # the vector alone; the mask is ``servers``
+        if self._scan_all:
+            assert self.headroom is not None
+            ok = np.all(free >= demand - TOLERANCE, axis=1)
+            if not self.headroom.exempts(demand, self._scale):
+                ok &= np.all(free - demand + self._held
+                             >= self.headroom.kept(demand) - TOLERANCE, axis=1)
+        else:
+            ok = np.all(free >= self.room(demand) - TOLERANCE, axis=1)
+        if servers is not None:
+            ok &= servers
         if not ok.any():
             return None
         if self._first:
