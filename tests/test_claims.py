@@ -52,6 +52,7 @@ REDUCED: dict[str, tuple] = {
     "hogs-and-mice": ([0, 1, 2], {}),
     "hdrf-fig13": ([0], {}),
     "hdrf-fig13-week": ([0], {}, {"workload.jobs": [250]}),
+    "drfh-google-machines": ([0, 1, 2], {}),
 }
 
 
