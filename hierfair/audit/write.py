@@ -22,6 +22,7 @@ from joblib import delayed
 
 from hierfair.audit.instance import DEFAULT_SHAPE, Instance, Shape, draw
 from hierfair.experiment.properties import PROPERTIES, Outcome
+from hierfair.experiment.properties_servers import contradicts
 from hierfair.audit.runner import (
     FINER,
     audit,
@@ -227,9 +228,10 @@ def table(summary: pd.DataFrame, found: list[Found], instances: int, seed: int,
              "definitions and sources in docs/properties.md.  A cell gives the share of "
              "instances that violate the property on a **pooled** cluster, then on "
              "**several servers** (where packing, too, can cost a share); "
-             "**bold ✗** marks a violation on a pooled cluster of a property a paper "
-             "promises for that algorithm (a finding; the papers state their properties "
-             "on pooled resources), *(disclaimed)* one the paper says it lacks, n/a that "
+             "**bold ✗** marks a violation of a property a paper promises for that "
+             "algorithm (a finding): on a pooled cluster, or, for DRFH, TSF and PS-DSF, "
+             "whose papers state their properties on heterogeneous servers, on either; "
+             "*(disclaimed)* one the paper says it lacks, n/a that "
              "the property does not apply or a run failed.  Each violation links to its "
              "minimal counterexample.  Whole tasks miss a fluid property by a task or "
              "so, more where weights differ; such a miss counts only if it survives every "
@@ -251,9 +253,12 @@ def table(summary: pd.DataFrame, found: list[Found], instances: int, seed: int,
             pooled = index.get((a, p, "pooled"))
             violated = any((r := index.get((a, p, c))) is not None and r.violated
                            for c in ("pooled", "servers"))
-            # the papers state their properties on pooled resources: only a
-            # pooled violation contradicts a promise
-            if pooled is not None and pooled.violated and a in prop.promised:
+            # most papers state their properties on pooled resources: there
+            # only a pooled violation contradicts a promise (DRFH, TSF and
+            # PS-DSF state theirs on heterogeneous servers)
+            if a in prop.promised and any(
+                    (r := index.get((a, p, c))) is not None and r.violated
+                    and contradicts(a, c) for c in ("pooled", "servers")):
                 cell = f"**✗ {cell}**"
             elif violated and a in prop.disclaimed:
                 cell += " *(disclaimed)*"

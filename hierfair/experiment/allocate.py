@@ -56,6 +56,9 @@ class Filled(NamedTuple):
     free: np.ndarray
     #: the allocation is a static definition's (no tasks, no churn)
     fractional: bool
+    #: what each node's running tasks hold on each server (nodes x servers x
+    #: resources; None for a fractional allocation, which is pooled)
+    held: np.ndarray | None = None
 
 
 def fill(exp: Experiment, policy: BasePolicy, seed: int, churn: int = 0,
@@ -74,8 +77,13 @@ def fill(exp: Experiment, policy: BasePolicy, seed: int, churn: int = 0,
     for _ in range(churn):
         if not sim.finish_earliest():
             break
-    return Filled(sim.view.alloc, sim.view.running.copy(),
-                  exp.cluster.capacities - sim.server_used(), False)
+    view = sim.view
+    held = np.zeros((exp.hierarchy.n_nodes, exp.cluster.n_servers, exp.cluster.n_resources))
+    for task in view.running_tasks():
+        info = view.task_info(task)
+        held[info.leaf, info.server] += info.demand
+    return Filled(view.alloc, view.running.copy(), exp.cluster.capacities - sim.server_used(),
+                  False, held)
 
 
 def allocate(exp: Experiment, algorithm: str | AlgorithmSpec, churn: int = 0,

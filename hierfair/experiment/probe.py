@@ -36,6 +36,9 @@ class Fill:
     shares: np.ndarray  # (nodes, resources), of the cluster total
     tasks: np.ndarray  # (nodes,) running tasks
     free: np.ndarray  # (servers, resources) left free
+    #: (nodes, servers, resources) held on each server; None: a pooled,
+    #: fractional allocation
+    held: np.ndarray | None = None
 
     @property
     def dominant(self) -> np.ndarray:
@@ -113,7 +116,8 @@ class Probe:
                                    where=have[None, :])
             else:
                 shares = filled.alloc / self.total
-            self._fills[key] = Fill(shares=shares, tasks=filled.tasks, free=filled.free)
+            self._fills[key] = Fill(shares=shares, tasks=filled.tasks, free=filled.free,
+                                    held=filled.held)
         return self._fills[key]
 
     @cached_property

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +27,12 @@ import pandas as pd
 
 from hierfair.experiment import misreport
 from hierfair.experiment.oracle import guarantee, progressive_filling
+from hierfair.experiment.properties_servers import (
+    SERVERS_PROMISED,
+    envy_servers,
+    sharing_incentive_servers,
+)
+from hierfair.experiment.property_types import EPS, Check, Outcome, Property
 from hierfair.experiment.stats import time_statistic
 
 # A check reads the probe it is given: the registry imports no simulation, so
@@ -36,52 +41,6 @@ if TYPE_CHECKING:
     from hierfair.experiment.probe import Fill, Probe
 
 HDRF = ("static-hdrf", "hdrf", "hdrf-fast")
-EPS = 1e-9
-
-
-@dataclass(frozen=True)
-class Outcome:
-    magnitude: float  # worst distance from holding; <= tol: holds
-    tol: float
-    witness: str = ""  # the worst case in words
-    #: the magnitude on the same instance with tasks ``FINER`` times smaller,
-    #: in this instance's units (None: not refined)
-    fine: float | None = None
-
-    @property
-    def missed(self) -> bool:
-        """Beyond the tolerance at this instance's grain."""
-        return self.magnitude > self.tol + EPS
-
-    @property
-    def violated(self) -> bool:
-        """Missed, and (where refined) still missed with finer tasks."""
-        return self.missed and (self.fine is None or self.fine > self.tol + EPS)
-
-
-Check = Callable[["Probe"], "Outcome | str"]
-
-
-@dataclass(frozen=True)
-class Property:
-    name: str
-    title: str
-    unit: str
-    check: Check
-    #: algorithm -> where a paper promises the property for it
-    promised: dict[str, str] = field(default_factory=dict)
-    #: algorithm -> where a paper says it does *not* have it
-    disclaimed: dict[str, str] = field(default_factory=dict)
-    running: bool = False  # probed on the running instance (tasks of unequal lengths)
-    metric: bool = False  # a number beside the pass/fail properties
-    #: how the magnitude scales when every task is made k times smaller:
-    #: "share" (an absolute share, compare as is), "tasks" (a count, divide by
-    #: k), "" (not refined by the runner: exact counts or times, or a
-    #: check that measures finer tasks itself and sets ``fine``)
-    refine: str = ""
-    #: how many smaller instances the shrinker may try (a search-based check
-    #: costs a search per try: fewer, so that make reproduce's audit fits)
-    shrink_checks: int = 150
 
 
 # -- shared pieces -----------------------------------------------------------
@@ -366,7 +325,10 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in (
              "leaves", pareto,
              promised={"drf": "DRF §1", "static-hdrf": "H-DRF §5.2 (footnote 5)",
                        "hdrf": "H-DRF §5.2 (footnote 5)", "hdrf-fast": "H-DRF §5.2 (footnote 5)",
-                       "naive-hdrf": "H-DRF §3.3, §5.2 (Pareto-efficient C.S)"},
+                       "naive-hdrf": "H-DRF §3.3, §5.2 (Pareto-efficient C.S)",
+                       "drfh": "DRFH (INFOCOM 2014), abstract",
+                       "tsf": "TSF (SC 2016), abstract",
+                       "psdsf": "PS-DSF (arXiv 1712.10114), abstract: under conditions"},
              disclaimed={"capacity-current": "H-DRF §5.2"}),
     Property("envy-siblings", "envy-freeness between sibling leaves (weighted)", "tasks",
              envy_siblings, promised={"drf": "DRF §1 (flat: every leaf a sibling)"},
@@ -376,15 +338,24 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in (
     # the misreport search re-measures whole-task misses with finer tasks itself
     Property("strategy-proofness", "strategy-proofness (one leaf misreports)",
              "relative gain in useful tasks", strategy_proofness, shrink_checks=40,
-             promised={"drf": "DRF §1", **{a: "H-DRF §4.2, Theorem 3" for a in HDRF}}),
+             promised={"drf": "DRF §1", **{a: "H-DRF §4.2, Theorem 3" for a in HDRF},
+                       "drfh": "DRFH (INFOCOM 2014), abstract",
+                       "tsf": "TSF (SC 2016), abstract"}),
     Property("group-strategy-proofness",
              "group strategy-proofness (2-3 sibling leaves misreport)",
              "relative gain in useful tasks", group_strategy_proofness, shrink_checks=40,
-             promised={a: "H-DRF §4.2, Theorem 3" for a in HDRF}),
+             promised={**{a: "H-DRF §4.2, Theorem 3" for a in HDRF},
+                       "drfh": "DRFH (TPDS 2015), abstract"}),
     Property("sharing-incentive", "sharing incentive (one-level trees)", "tasks",
              sharing_incentive,
              promised={"drf": "DRF §1", **{a: "H-DRF §4.1 (implied by Theorem 2)" for a in HDRF}},
              refine="tasks"),
+    Property("sharing-incentive-servers",
+             "sharing incentive over servers (one-level trees, every server split by weight)",
+             "tasks", sharing_incentive_servers,
+             promised=SERVERS_PROMISED["sharing-incentive-servers"], refine="tasks"),
+    Property("envy-servers", "envy-freeness over servers (bundles counted server by server)",
+             "tasks", envy_servers, promised=SERVERS_PROMISED["envy-servers"], refine="tasks"),
     Property("population-monotonicity", "population monotonicity (a leaf leaves)",
              "dominant share", population_monotonicity,
              disclaimed={a: "H-DRF §4.3, Theorem 5" for a in HDRF}, refine="share"),

@@ -1,0 +1,108 @@
+"""Fairness when servers differ: the per-server forms of sharing incentive
+and envy-freeness that DRFH, TSF and PS-DSF claim (issue 28).
+
+On one pooled server they are the DRF properties of
+:mod:`hierfair.experiment.properties`; on several they count what a bundle
+is worth *server by server*, since a task runs on one server and a bundle
+split over servers holds fewer tasks than its pooled sum would:
+
+* **sharing incentive over servers**: on a one-level tree, each demanding
+  leaf runs at least the whole tasks its weighted part ``s_n = w_n / sum w``
+  of *every server* would hold, ``sum_i floor(min_r s_n c_{i,r} / d_{n,r})``
+  (TSF's guarantee, SC 2016; PS-DSF's, arXiv 1712.10114 "under conditions").
+* **envy-freeness over servers**: no demanding leaf n could run more tasks
+  with another leaf m's bundles, server by server and scaled by ``w_n /
+  w_m``, than it runs: ``sum_i floor(min_r (w_n/w_m) A_{m,i,r} / d_{n,r}) <=
+  x_n`` (DRFH, INFOCOM 2014: "no user prefers the allocation of another
+  user"; TSF; PS-DSF under conditions).
+
+Both count whole tasks, miss by more than one task to count, and are
+refined (``refine: tasks``): a miss that vanishes with tasks 10x finer is
+whole tasks' granularity, not the mechanism.  A static definition's
+fractional, pooled allocation (static H-DRF) has no per-server bundles:
+n/a.  docs/properties.md has the definitions beside the others.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hierfair.experiment.property_types import EPS, Outcome
+
+if TYPE_CHECKING:
+    from hierfair.experiment.probe import Probe
+
+#: Algorithms whose papers state their properties on heterogeneous servers:
+#: a violation on several servers contradicts their promise (the others'
+#: papers state theirs on a pooled cluster).
+HETEROGENEOUS = frozenset({"drfh", "tsf", "psdsf"})
+
+_ABSTRACTS = {
+    "drfh": "DRFH (INFOCOM 2014), abstract",
+    "tsf": "TSF (SC 2016), abstract",
+    "psdsf": "PS-DSF (arXiv 1712.10114), abstract: under conditions",
+}
+#: Where a paper promises each per-server property (abstracts: the bodies
+#: could not be read here, docs/algorithms.md).
+SERVERS_PROMISED: dict[str, dict[str, str]] = {
+    "sharing-incentive-servers": {a: _ABSTRACTS[a] for a in ("tsf", "psdsf")},
+    "envy-servers": dict(_ABSTRACTS),
+}
+
+
+def contradicts(algorithm: str, cluster: str) -> bool:
+    """Whether a violation on this kind of cluster ("pooled" or "servers")
+    contradicts a promise made for ``algorithm``."""
+    return cluster == "pooled" or algorithm in HETEROGENEOUS
+
+
+def _tasks_on(bundle: np.ndarray, demand: np.ndarray) -> float:
+    """Whole tasks of ``demand`` a per-server bundle (servers x resources)
+    holds: per server, min over the resources it needs, floored, summed."""
+    used = demand > 0
+    return float(np.floor(np.min(bundle[:, used] / demand[used], axis=1) + EPS).sum())
+
+
+def _demanding(p: Probe) -> list[int]:
+    return [int(i) for i in np.flatnonzero(p.demands.any(axis=1))]
+
+
+def sharing_incentive_servers(p: Probe) -> Outcome | str:
+    h = p.exp.hierarchy
+    if int(h.depth.max()) > 1:
+        return "defined on one-level trees (users are the leaves)"
+    fill = p.fill()
+    if fill.held is None:
+        return "a pooled, fractional allocation has no per-server bundles"
+    leaves = _demanding(p)
+    weight = sum(h.weights[i] for i in leaves)
+    caps = p.exp.cluster.capacities
+    worst, witness = 0.0, ""
+    for i in leaves:
+        part = h.weights[i] / weight
+        mine = _tasks_on(caps * part, p.demands[i])
+        if mine - fill.tasks[i] > worst:
+            worst = float(mine - fill.tasks[i])
+            witness = (f"{h.paths[i]} holds {fill.tasks[i]:g} tasks; its {part:.3g} of "
+                       f"every server holds {mine:g}")
+    return Outcome(worst, 1.0, witness)
+
+
+def envy_servers(p: Probe) -> Outcome | str:
+    fill = p.fill()
+    if fill.held is None:
+        return "a pooled, fractional allocation has no per-server bundles"
+    h, leaves = p.exp.hierarchy, _demanding(p)
+    worst, witness = 0.0, ""
+    for i in leaves:
+        for j in leaves:
+            if i == j:
+                continue
+            theirs = _tasks_on(fill.held[j] * (h.weights[i] / h.weights[j]), p.demands[i])
+            if theirs - fill.tasks[i] > worst:
+                worst = float(theirs - fill.tasks[i])
+                witness = (f"{h.paths[i]} holds {fill.tasks[i]:g} tasks; {h.paths[j]}'s "
+                           f"bundles (server by server, scaled by weight) would hold {theirs:g}")
+    return Outcome(worst, 1.0, witness)
