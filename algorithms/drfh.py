@@ -1,11 +1,12 @@
 """DRFH: Dominant Resource Fairness with heterogeneous servers.
 
 Wang, Li and Liang, "Dominant Resource Fairness in Cloud Computing Systems
-with Heterogeneous Servers" (INFOCOM 2014; TPDS 26(10), 2015).  A user's
+with Heterogeneous Servers" (INFOCOM 2014; TPDS 26(10), 2015).  Only the
+abstracts could be read here; the formulas are issue 28's (docs/algorithms.md).  A user's
 *global dominant share* is measured against the whole pool: ``G_n = x_n
-max_r d_{n,r} / C_r`` with ``C_r`` the pool total of resource r (§III-B), and
-DRFH is max-min fair in G over every server at once, each task on one server
-(§IV).  With whole tasks the paper runs it as a heuristic (§V-B): serve the
+max_r d_{n,r} / C_r`` with ``C_r`` the pool total of resource r, and DRFH
+is max-min fair in G over every server at once, each task on one server.
+With whole tasks the paper runs it as a heuristic: serve the
 user with the lowest G whose task fits somewhere, and put the task on
 
 * the fitting server whose free vector is closest in shape to the demand
@@ -29,11 +30,11 @@ from hierfair.algorithms.drf import WeightedDRF
 
 
 class DRFH(WeightedDRF):
-    """Best-Fit DRFH (INFOCOM 2014 §V-B): the lowest global dominant share
+    """Best-Fit DRFH (INFOCOM 2014): the lowest global dominant share
     first, placed by the heterogeneity distance (First-Fit with
     ``placement: first-fit``)."""
 
     name: ClassVar[str] = "drfh"
     description: ClassVar[str] = ("DRFH: lowest global dominant share first, Best-Fit "
-                                  "placement by shape (INFOCOM'14 §V-B)")
+                                  "placement by shape (INFOCOM'14)")
     placement: ClassVar[str | None] = "drfh"

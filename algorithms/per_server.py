@@ -13,8 +13,8 @@ progressive filling run online; subclasses say only what the key is.
 * :class:`PerServerDRF` (``per-server-drf``): DRF (Ghodsi et al., NSDI 2011,
   Algorithm 1) on each server alone: the key on server i is the leaf's
   dominant share of what it holds *on i*, over i's capacity.  The baseline
-  DRFH and PS-DSF are measured against (DRFH, INFOCOM 2014, §II; its
-  two-server example gives 6 and 6 tasks where DRFH gives 10 and 10).
+  DRFH and PS-DSF are measured against (on DRFH's two-server example it
+  gives 6 and 6 tasks where DRFH gives 10 and 10, issue 28).
 * PS-DSF and rPS-DSF (:mod:`hierfair.algorithms.psdsf`).
 
 Users are the leaves, weighted by their own weight; the hierarchy above them

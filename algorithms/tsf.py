@@ -4,8 +4,9 @@ Sharing for Datacenter Jobs with Placement Constraints", SC 2016).
 A user's *task share* is the number of tasks it runs over the number it
 could run if it had the whole cluster to itself: ``x_n / h_n`` with ``h_n =
 sum_i gamma_{n,i}`` over the servers it may use, and ``gamma_{n,i} = min_r
-c_{i,r} / d_{n,r}`` the tasks it could run alone on server i (§3).  TSF is
-max-min fair in task shares, divided by weight (progressive filling, §4).
+c_{i,r} / d_{n,r}`` the tasks it could run alone on server i.  TSF is
+max-min fair in task shares, divided by weight (progressive filling).  Only
+the abstract could be read here; the formula is issue 28's.
 
 Online (the form a scheduler runs): serve the demanding leaf with the lowest
 weighted task share whose next task fits; the run's placement rule puts it.
@@ -46,7 +47,7 @@ def tasks_alone(capacities: np.ndarray, demand: np.ndarray) -> float:
 
 
 class TSF(LeafPriorityPolicy[BackfillParams]):
-    """Max-min fairness in weighted task shares (SC 2016, §3-§4), online."""
+    """Max-min fairness in weighted task shares (SC 2016), online."""
 
     name: ClassVar[str] = "tsf"
     description: ClassVar[str] = ("TSF: lowest task share (tasks / tasks it could run "

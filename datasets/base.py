@@ -129,15 +129,20 @@ def order_note(out_of_order: int, file: str) -> list[str]:
 
 
 def constrained(demand: np.ndarray, need: frozenset[str], cluster: Cluster, where: str
-                ) -> Demand:
+                ) -> np.ndarray:
     """``demand`` limited to the servers carrying every label in ``need``."""
     servers = cluster.carrying(need)
     if not servers.any():
-        known = sorted(set().union(*cluster.labels))
-        raise SpecError(f"no server carries every label of {sorted(need)} (the servers' "
-                        f"labels: {', '.join(known) or 'none'})", where=f"{where}.requires",
+        raise SpecError(no_server_carries(need, cluster), where=f"{where}.requires",
                         value=sorted(need))
-    return Demand(demand, servers)
+    return demand if servers.all() else Demand(demand, servers)  # every server: no limit
+
+
+def no_server_carries(need: frozenset[str], cluster: Cluster) -> str:
+    """The one line for labels no server carries all of."""
+    known = sorted(set().union(*cluster.labels))
+    return (f"no server carries every label of {sorted(need)} (the servers' labels: "
+            f"{', '.join(known) or 'none'})")
 
 
 def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,

@@ -77,6 +77,37 @@ def test_a_label_no_server_carries_is_named():
         build_experiment(data)
 
 
+def test_a_misreport_keeps_the_liars_constraint():
+    # the strategy-proofness search lies about demands, never about where a
+    # job may run: u1 may use server a only, truthful or not
+    from hierfair.experiment.probe import Probe
+    from hierfair.experiment.properties import PROPERTIES
+    from hierfair.experiment.spec_models import AlgorithmSpec
+
+    exp = build_experiment({
+        "name": "sp", "algorithms": ["drf"],
+        "cluster": {"resources": ["cpu", "mem"], "servers": [
+            {"name": "a", "capacity": {"cpu": 4, "mem": 4}, "labels": ["a"]},
+            {"name": "b", "capacity": {"cpu": 4, "mem": 4}}]},
+        "hierarchy": {"u1": {"requires": ["a"]}, "u2": {}},
+        "workload": {"jobs": [
+            {"queue": "u1", "tasks": 50, "duration": 100, "demand": {"cpu": 1, "mem": 1}},
+            {"queue": "u2", "tasks": 50, "duration": 100, "demand": {"cpu": 1, "mem": 1}}]}})
+    probe = Probe(exp, AlgorithmSpec(name="drf"))
+    u1 = exp.hierarchy.index("u1")
+    lying = probe.fill(lies=(("u1", (1.0, 1.000001)),))
+    assert lying.held is not None and not lying.held[u1, 1].any()  # nothing on server b
+    assert PROPERTIES["strategy-proofness"].check(probe).magnitude == 0.0
+
+
+def test_a_label_every_server_carries_is_no_constraint():
+    data = _spec(hierarchy={"ml": {"requires": ["gpu"]}, "web": {}})
+    for server in data["cluster"]["servers"]:
+        server["labels"] = ["gpu", "rack-2"]
+    exp = build_experiment({**data, "algorithms": ["hdrf-fast"]})  # own index: fine now
+    assert not any(isinstance(j.demand, Demand) for j in exp.workload(0).jobs)
+
+
 def test_a_constrained_demand_is_its_own_key_and_pickles():
     d = Demand(np.array([1.0, 2.0]), np.array([True, False, True]))
     assert d.tobytes() != np.array([1.0, 2.0]).tobytes()

@@ -97,9 +97,19 @@ def test_tetris_alignment_is_not_packing_by_shape():
     assert placed(_experiment(), "drf", "dot-product") == {("u1", "s2"): 2, ("u2", "s1"): 2}
 
 
-def test_a_per_server_policy_names_its_own_servers():
-    with pytest.raises(SpecError, match=r"algorithms\[0\]\.placement.*places every task"):
+def test_a_placement_that_would_do_nothing_is_refused():
+    with pytest.raises(SpecError, match=r"algorithms\[0\]\.placement: psdsf names every "
+                                        r"task's server itself .*would do nothing"):
         _experiment(algorithms=[{"name": "psdsf", "placement": "drfh"}])
+    with pytest.raises(SpecError, match=r"algorithms\[0\]\.placement: slots-k places tasks "
+                                        r"through its own index"):
+        _experiment(algorithms=[{"name": "slots-k", "placement": "drfh"}])
+    # a per-server policy cannot keep a headroom either
+    with pytest.raises(SpecError, match=r"algorithms\[0\]\.name: names every task's server "
+                                        r"itself .*cannot keep cluster\.headroom"):
+        data = copy.deepcopy(TWO_SERVERS)
+        data["cluster"]["headroom"] = {"size": {"cpu": 1, "mem": 1}}
+        build_experiment({**data, "algorithms": ["per-server-drf"]})
     with pytest.raises(SpecError, match=r"placement.*random"):
         _experiment(algorithms=[{"name": "drf", "placement": "randm"}])
 

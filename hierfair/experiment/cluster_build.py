@@ -13,11 +13,12 @@ from pydantic import ValidationError, field_validator
 
 from hierfair.algorithms import ALGORITHMS, make_policy
 from hierfair.datasets import CLUSTER_KINDS, parse
+from hierfair.datasets.base import no_server_carries
 from hierfair.errors import SpecError, did_you_mean, from_pydantic
 from hierfair.experiment.spec_base import Strict
 from hierfair.experiment.spec_models import AlgorithmSpec, ClusterSpec, HeadroomSpec, _no_headroom
-from hierfair.sim.model import Cluster
-from hierfair.sim.policy import BasePolicy
+from hierfair.sim.model import Cluster, Hierarchy
+from hierfair.sim.policy import CONSTRAINTS_REFUSED, own_index, own_placement
 
 
 def _split_headroom(data: dict[str, Any]) -> tuple[dict[str, Any], Any]:
@@ -109,10 +110,31 @@ def _headroom_algorithm_problems(headroom: HeadroomSpec, algorithms: list[Algori
                                  where=f"cluster.headroom.algorithms[{i}]", value=name))
     for i, (policy, name) in enumerate(zip(policies, names)):
         keeps = headroom.algorithms is None or name in headroom.algorithms
-        if keeps and type(policy).make_index is not BasePolicy.make_index:
+        if keeps and (why := own_placement(type(policy))):
             hint = " (hdrf makes the same decisions)" if name == "hdrf-fast" else ""
             out.append(SpecError(
-                "places tasks through its own index, which cannot keep cluster.headroom; "
+                f"{why}, which cannot keep cluster.headroom; "
                 f"use another algorithm{hint} or leave it out of cluster.headroom.algorithms",
                 where=f"algorithms[{i}].name", value=algorithms[i].name))
     return out
+
+
+def label_problems(cluster: Cluster, hierarchy: Hierarchy) -> list[SpecError]:
+    """Every node's ``requires:`` names labels some server carries (all of them)."""
+    out = []
+    for node, own in enumerate(hierarchy.requires):
+        need = hierarchy.requires_of(node)
+        if own and not cluster.carrying(need).any():
+            where = "hierarchy." + ".children.".join(hierarchy.paths[node].split("/"))
+            out.append(SpecError(no_server_carries(need, cluster), where=f"{where}.requires",
+                                 value=sorted(own)))
+    return out
+
+
+def own_index_problems(algorithms: list[AlgorithmSpec]) -> list[SpecError]:
+    """A workload with placement constraints runs only under policies that
+    place through the shared index (hdrf-fast and slots-k test fits with
+    their own, which knows no constraints)."""
+    return [SpecError(CONSTRAINTS_REFUSED, where=f"algorithms[{i}].name", value=algo.name)
+            for i, algo in enumerate(algorithms)
+            if own_index(type(make_policy(algo.name, algo.params)))]

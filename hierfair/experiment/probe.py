@@ -23,7 +23,7 @@ import pandas as pd
 from hierfair.algorithms import make_policy
 from hierfair.experiment.allocate import fill
 from hierfair.experiment.spec import AlgorithmSpec, Experiment
-from hierfair.sim.model import Workload
+from hierfair.sim.model import Demand, Job, Workload, eligible_servers
 from hierfair.sim.policy import BasePolicy
 
 Lies = tuple[tuple[str, tuple[float, ...]], ...]
@@ -43,6 +43,16 @@ class Fill:
     @property
     def dominant(self) -> np.ndarray:
         return self.shares.max(axis=1)
+
+
+def _declared(job: Job, lie: dict[int, np.ndarray]) -> np.ndarray:
+    """The demand ``job`` declares: its own, or its leaf's lie -- which keeps
+    the job's placement constraint (a lie changes the vector, not where the
+    job may run)."""
+    if job.leaf not in lie:
+        return job.demand
+    servers = eligible_servers(job.demand)
+    return lie[job.leaf] if servers is None else Demand(lie[job.leaf], servers)
 
 
 class Probe:
@@ -174,7 +184,7 @@ class Probe:
         h = self.exp.hierarchy
         gone = {h.index(p) for p in without}
         lie = {h.index(p): np.array(d, dtype=float) for p, d in lies}
-        jobs = [replace(j, demand=lie.get(j.leaf, j.demand) / finer,
+        jobs = [replace(j, demand=_declared(j, lie) / finer,
                         durations=np.repeat(j.durations, finer))
                 for j in self.workload.jobs if j.leaf not in gone]
         kept = replace(self.workload, jobs=tuple(replace(j, id=i) for i, j in enumerate(jobs)))

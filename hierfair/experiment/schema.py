@@ -26,6 +26,8 @@ def spec_schema() -> dict[str, Any]:
     from hierfair.datasets.extra_demands import ExtraDemand
     from hierfair.datasets.tree import NodeSpec
     from hierfair.experiment.spec import ClusterSpec, Spec
+    from hierfair.sim.placement_rules import PLACEMENTS
+    from hierfair.sim.policy import BasePolicy
 
     defs: dict[str, Any] = {}
     top = _inline(Spec, "", defs)
@@ -55,16 +57,21 @@ def spec_schema() -> dict[str, Any]:
         {"type": "string", "pattern": r"^slots-\d+$", "description": "slots-k with k slots"},
         {"type": "string", "pattern": r"^[\w.]+:[\w.]+$",
          "description": "your own policy, module:Class (docs/extending.md)"}]
+    placement = {"enum": list(PLACEMENTS), "description": "this entry's placement rule"}
     for name, cls in ALGORITHMS.items():
+        # a policy that names its servers or places with its own index takes none
+        own = cls.places_tasks or cls.make_index is not BasePolicy.make_index
         algos.append({"type": "object", "additionalProperties": False, "required": ["name"],
                       "description": cls.description,
                       "properties": {"name": {"const": name},
                                      "params": _inline(cls.Params, f"{name}-", defs),
-                                     "label": {"type": "string"}}})
+                                     "label": {"type": "string"},
+                                     **({} if own else {"placement": placement})}})
     algos.append({"type": "object", "additionalProperties": False, "required": ["name"],
                   "description": "a plugin or module:Class policy: its params are its own",
                   "properties": {"name": {"type": "string", "not": {"enum": sorted(ALGORITHMS)}},
-                                 "params": {"type": "object"}, "label": {"type": "string"}}})
+                                 "params": {"type": "object"}, "label": {"type": "string"},
+                                 "placement": placement}})
     props["algorithms"] = {"type": "array", "minItems": 1, "items": {"anyOf": algos}}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
             **top, "title": "hierfair experiment spec",

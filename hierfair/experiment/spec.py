@@ -53,6 +53,8 @@ from hierfair.experiment.cluster_build import (  # noqa: F401 - re-exported
     _KindHeadroom,
     _split_headroom,
     _vector,
+    label_problems,
+    own_index_problems,
 )
 from hierfair.experiment.limits import (
     Size,
@@ -87,7 +89,7 @@ from hierfair.sim import Faults, Interruptions, SimulationResult, Simulator
 from hierfair.sim.headroom import Headroom, KeepHeadroom
 from hierfair.sim.model import Cluster, Hierarchy, Workload, eligible_servers
 from hierfair.sim.placement import PLACEMENTS
-from hierfair.sim.policy import BasePolicy
+from hierfair.sim.policy import BasePolicy, own_placement
 
 
 @dataclass(frozen=True)
@@ -221,9 +223,9 @@ def _algorithm_problems(i: int, name: str, params: Any, cluster: Cluster | None,
     the cluster when it is known)."""
     try:
         policy = make_policy(name, params)
-        if placement is not None and type(policy).places_tasks:
-            return [SpecError(f"{type(policy).name} places every task itself (per server); "
-                              "remove this placement", where=f"algorithms[{i}].placement",
+        if placement is not None and (why := own_placement(type(policy))):
+            return [SpecError(f"{type(policy).name} {why}: a placement here would do "
+                              "nothing; remove it", where=f"algorithms[{i}].placement",
                               value=placement)]
         if cluster is not None:
             type(policy).check(policy.params, cluster)
@@ -293,7 +295,7 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
     if headroom is not None and not problems and check_algorithms:
         problems += _headroom_algorithm_problems(headroom, spec.algorithms)
     if cluster is not None and hierarchy is not None:
-        problems += _label_problems(cluster, hierarchy)
+        problems += label_problems(cluster, hierarchy)
         attempt(lambda: validate_claims(spec.claims, [a.display for a in spec.algorithms],
                                         hierarchy.paths, cluster.resources))
     if problems:
@@ -308,7 +310,8 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
             experiment.headroom_vector(workload)  # the largest task fits on every server
         if check_algorithms and any(eligible_servers(j.demand) is not None
                                     for j in workload.jobs):
-            _refuse_own_indexes(spec.algorithms)
+            if own := own_index_problems(spec.algorithms):
+                raise SpecError.combine(own)
         _check_size(Size(cluster.n_servers, hierarchy.n_nodes, int(hierarchy.depth.max()),
                          len(cluster.resources), len(workload.jobs), workload.n_tasks,
                          text_bytes([(f.name, f.size) for f in workload.inputs])),
@@ -316,36 +319,6 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
     else:
         parse_workload(spec.workload)  # params only
     return experiment
-
-
-def _label_problems(cluster: Cluster, hierarchy: Hierarchy) -> list[SpecError]:
-    """Every node's ``requires:`` names labels some server carries (all of them)."""
-    out = []
-    for node, own in enumerate(hierarchy.requires):
-        need = hierarchy.requires_of(node)
-        if own and not cluster.carrying(need).any():
-            known = sorted(set().union(*cluster.labels))
-            where = "hierarchy." + ".children.".join(hierarchy.paths[node].split("/"))
-            out.append(SpecError(f"no server carries every label of {sorted(need)} (the "
-                                 f"servers' labels: {', '.join(known) or 'none'})",
-                                 where=f"{where}.requires", value=sorted(own)))
-    return out
-
-
-def _refuse_own_indexes(algorithms: list[AlgorithmSpec]) -> None:
-    """A workload with placement constraints runs only under policies that
-    place through the shared index (hdrf-fast and slots-k test fits with
-    their own, which knows no constraints)."""
-    problems = []
-    for i, algo in enumerate(algorithms):
-        policy = make_policy(algo.name, algo.params)
-        if type(policy).make_index is not BasePolicy.make_index:
-            problems.append(SpecError(
-                "tests where tasks fit with its own index, which knows no placement "
-                "constraints (requires: in this spec); use another algorithm (hdrf makes "
-                "hdrf-fast's decisions)", where=f"algorithms[{i}].name", value=algo.name))
-    if problems:
-        raise SpecError.combine(problems)
 
 
 def _size_from_spec(spec: Spec) -> Size:

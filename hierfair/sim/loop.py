@@ -30,20 +30,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hierfair.errors import PolicyError, SpecError
+from hierfair.errors import PolicyError
 from hierfair.sim.events import ARRIVAL, DOWN, FINISH, TASK_FAIL, UP, Event, Faults
 from hierfair.sim.ledger import FINISHED, PENDING, RUNNING, Ledger
-from hierfair.sim.model import (
-    TOLERANCE,
-    Cluster,
-    Hierarchy,
-    Job,
-    Workload,
-    eligible_servers,
-    shown,
-)
+from hierfair.sim.model import Cluster, Hierarchy, Job, Workload, shown
 from hierfair.sim.placement import Index, Placement, ServerIndex
 from hierfair.sim.policy import BasePolicy
+from hierfair.sim.server_choice import index_for, named_server, takes
 from hierfair.sim.recording import OUTCOMES, Recorder
 from hierfair.sim.result import SimulationResult, tables
 from hierfair.sim.usage import NodeUsage
@@ -93,21 +86,9 @@ class Simulator:
         self.policy = policy
         self._jobs = workload.jobs
         self._ledger = Ledger(workload.jobs, hierarchy.n_nodes, cluster.n_servers)
-        constrained = any(eligible_servers(j.demand) is not None for j in workload.jobs)
-        own = policy.make_index(cluster, placement)
-        if own is not None and constrained:
-            raise SpecError(f"{type(policy).name or type(policy).__name__} tests where tasks "
-                            "fit with its own index, which knows no placement constraints; "
-                            "use another algorithm (hdrf makes hdrf-fast's decisions)",
-                            where="algorithms")
-        self._index: Index = own or ServerIndex(cluster.capacities, placement,
-                                                mirror=constrained)
-        if hasattr(self._index, "use_seed"):  # random placement draws from the run's seed
-            self._index.use_seed(seed)
+        self._index: Index = index_for(policy, cluster, placement, workload.jobs, seed)
         #: the policy's own choice of server, if it makes one (None: placement's)
-        self._server_for = getattr(policy, "server_for", None)
-        if getattr(type(policy), "server_for", None) is BasePolicy.server_for:
-            self._server_for = None  # the base's always defers: skip the call
+        self._server_for = named_server(policy)
         self._usage = NodeUsage(hierarchy, cluster.n_resources)
         self._rec = Recorder(cluster.resources)
         self._mode = interruptions or Interruptions()
@@ -242,13 +223,10 @@ class Simulator:
             if server is None:
                 raise PolicyError(f"policy selected leaf {self.hierarchy.paths[leaf]!r}, "
                                   "whose next task fits on no server")
-        elif not (0 <= server < self.cluster.n_servers
-                  and np.all(index.free_of(server) >= job.demand - TOLERANCE)):
+        elif not takes(index, server, job.demand):
             raise PolicyError(f"policy placed leaf {self.hierarchy.paths[leaf]!r}'s next "
-                              f"task on server {server!r}, which has no room for it")
-        elif (allowed := eligible_servers(job.demand)) is not None and not allowed[server]:
-            raise PolicyError(f"policy placed leaf {self.hierarchy.paths[leaf]!r}'s next "
-                              f"task on server {server!r}, which it may not use")
+                              f"task on server {server!r}, which has no room for it or "
+                              "which it may not use")
         self.view.last_server = server
         now = self._now
         task = led.launch(job_id, leaf, server, now)

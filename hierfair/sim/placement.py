@@ -43,17 +43,14 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from hierfair.sim.model import TOLERANCE, eligible_servers
-from hierfair.sim.placement_rules import PLACEMENTS, RULES, Placement
+from hierfair.sim.placement_rules import PLACEMENTS, Placement
+from hierfair.sim.placement_scan import ServerScan
 
 __all__ = ["BRANCH", "PLACEMENTS", "Index", "Placement", "ServerIndex", "TOLERANCE",
            "first_room"]
 
 if TYPE_CHECKING:  # a placement carries one; this module builds none
     from hierfair.sim.headroom import Headroom
-
-#: The stream of the run's seed that ``random`` placement draws from.
-PLACEMENT_STREAM = 0x9D1A
-
 
 # More cached first-fit answers than this and the cache is dropped: each update
 # touches every cached answer, which only pays while there are few demands.
@@ -133,8 +130,7 @@ class ServerIndex:
         self.headroom: Headroom | None = getattr(placement, "headroom", None)
         self.placement = str(placement)
         self._first = placement == "first-fit"
-        self._rule = RULES.get(str(placement))
-        self._rng = np.random.default_rng(np.random.SeedSequence(0, spawn_key=(PLACEMENT_STREAM,)))
+        self._random = placement == "random"
         self.capacity = np.array(capacities, dtype=np.float64)
         self.total = self.capacity.sum(axis=0)
         self._scale = np.where(self.total > 0, self.total, 1.0)
@@ -145,10 +141,8 @@ class ServerIndex:
             if len(self.headroom.vector) != self.capacity.shape[1]:
                 raise ValueError(f"headroom {self.headroom.vector} is not over the "
                                  f"{self.capacity.shape[1]} resources")
-        #: count_exempt: what exempt tasks hold per server (servers, resources),
-        #: and every query scans the servers (the room differs per server)
+        #: count_exempt: every query scans the servers (the room differs per server)
         self._scan_all = self.headroom is not None and self.headroom.count_exempt
-        self._held = np.zeros_like(self.capacity) if self._scan_all else None
         # Plain Python floats: per-task updates touch a few numbers, where a
         # numpy call would cost more than the arithmetic.
         self._free_total: list[float] = self.total.tolist()
@@ -169,6 +163,9 @@ class ServerIndex:
         #: (``mirror``) for compiled code that tests fits itself (hdrf-fast).
         self.mirror = (self.capacity.copy() if mirror or not self._first or self._scan_all
                        else None)
+        #: the questions answered by a scan of every server
+        self._scanner = ServerScan(self.capacity, self._scale, self.placement, self.headroom,
+                                   self.mirror)
         self.release_epoch = 0
 
     # -- queries -------------------------------------------------------------
@@ -194,47 +191,46 @@ class ServerIndex:
         return np.array([col[server] for col in self._free])
 
     def fits(self, demand: np.ndarray) -> bool:
-        hit = self._answers.get(demand.tobytes())
+        key = demand.tobytes()
+        hit = self._answers.get(key)
         if hit is not None:  # the usual case: one dict look-up, no second call
             return hit[1] is not None
+        if self._random:  # room alone: random draws only where a task is placed
+            self._answers[key] = [[], 0 if self._scanner.any_room(demand) else None]
+            return self._answers[key][1] is not None
         return self.choose(demand) is not None
 
     def choose(self, demand: np.ndarray) -> int | None:
         """The server the placement rule picks for ``demand``, or None."""
+        if self._random:
+            return self._scanner.choose(demand)
         key = demand.tobytes()
         hit = self._answers.get(key)
         if hit is not None:
             return hit[1]
-        servers = eligible_servers(demand)
-        if self._scan_all or servers is not None:
-            need, server = [], self._scan_servers(demand, servers)
-            self._answers[key] = [need, server]
-            if not self._scan_all:  # dropped at the next change (see _drop_masked)
+        constrained = eligible_servers(demand) is not None
+        if not self._first or self._scan_all or constrained:
+            server = self._scanner.choose(demand)
+            self._answers[key] = [[], server]
+            if self._first and not self._scan_all:  # dropped at the next change
                 self._masked.append(key)
             return server
-        room = demand if self.headroom is None else self.room(demand)
-        if self._first:
-            need = [d - TOLERANCE for d in room.tolist()]
-            server = self._first_from(0, need)
-            if len(self._answers) >= _MAX_ANSWERS:
-                self._answers.clear()
-        else:
-            need, server = [], self._compare(demand, room)
+        need = [d - TOLERANCE for d in self.room(demand).tolist()]
+        server = self._first_from(0, need)
+        if len(self._answers) >= _MAX_ANSWERS:
+            self._answers.clear()
         self._answers[key] = [need, server]
         return server
 
     def room(self, demand: np.ndarray) -> np.ndarray:
         """The free space a server needs to take a task of ``demand``: the
         demand, plus the headroom unless the task may use it."""
-        if self.headroom is None:
-            return demand
-        return self.headroom.room(demand, self._scale)
+        return demand if self.headroom is None else self._scanner.room(demand)
 
     def use_seed(self, seed: int) -> None:
         """Draw ``random`` placements from the run's seed (the simulator calls
         this once, before the first task; a stream of its own)."""
-        self._rng = np.random.default_rng(np.random.SeedSequence(
-            seed, spawn_key=(PLACEMENT_STREAM,)))
+        self._scanner.use_seed(seed)
 
     def duration_factor(self, server: int) -> float:
         """How much slower a task starting now on ``server`` runs (never: tasks
@@ -246,8 +242,8 @@ class ServerIndex:
     # resource would cost more than the update), a resource the task does not
     # use skipped.
     def allocate(self, server: int, need: tuple[float, ...]) -> None:
-        if self._held is not None:
-            self._hold(server, need, 1.0)
+        if self._scan_all:
+            self._scanner.hold(server, need, 1.0)
         total, free = self._free_total, self._free
         for r in self._resources:
             n = need[r]
@@ -259,8 +255,8 @@ class ServerIndex:
         self._shrunk(server)  # the blocks' bounds stay bounds: see _scan
 
     def release(self, server: int, need: tuple[float, ...]) -> None:
-        if self._held is not None:
-            self._hold(server, need, -1.0)
+        if self._scan_all:
+            self._scanner.hold(server, need, -1.0)
         total, free, upper = self._free_total, self._free, self._upper
         for r in self._resources:
             n = need[r]
@@ -392,51 +388,3 @@ class ServerIndex:
                 col[i] = max(below[lo:hi])
             i += 1
         return None
-
-    def _hold(self, server: int, need: tuple[float, ...], sign: float) -> None:
-        """count_exempt: a task that may use the headroom starts (+) or stops
-        (-) on ``server``."""
-        assert self.headroom is not None and self._held is not None
-        d = np.array(need)
-        if self.headroom.exempts(d, self._scale):
-            self._held[server] += sign * d
-
-    def _scan_servers(self, demand: np.ndarray, servers: np.ndarray | None) -> int | None:
-        """The server the rule picks, by a scan of every server: among those
-        ``demand`` may use (``servers``, a placement constraint) where it fits
-        and, with a count_exempt headroom, unless the task may use it, leaves
-        free what exempt tasks do not already hold of the headroom it must keep."""
-        free = self.mirror
-        if free is None:
-            raise ValueError("a placement constraint needs the free-space mirror: build "
-                             "the index with mirror=True")
-        demand = np.asarray(demand)  # the vector alone; the mask is ``servers``
-        if self._scan_all:
-            assert self.headroom is not None
-            ok = np.all(free >= demand - TOLERANCE, axis=1)
-            if not self.headroom.exempts(demand, self._scale):
-                ok &= np.all(free - demand + self._held
-                             >= self.headroom.kept(demand) - TOLERANCE, axis=1)
-        else:
-            ok = np.all(free >= self.room(demand) - TOLERANCE, axis=1)
-        if servers is not None:
-            ok &= servers
-        if not ok.any():
-            return None
-        if self._first:
-            return int(np.argmax(ok))
-        return self._pick(free, demand, ok)
-
-    def _compare(self, demand: np.ndarray, room: np.ndarray) -> int | None:
-        """The server the comparing rule picks among those with room
-        (``room``: the demand, or with the headroom)."""
-        free = self.mirror
-        assert free is not None
-        ok = np.all(free >= room - TOLERANCE, axis=1)
-        if not ok.any():
-            return None
-        return self._pick(free, demand, ok)
-
-    def _pick(self, free: np.ndarray, demand: np.ndarray, ok: np.ndarray) -> int:
-        assert self._rule is not None
-        return self._rule(free, demand, ok, self._scale, self.capacity, self._rng)

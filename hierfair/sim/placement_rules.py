@@ -9,16 +9,18 @@ answers it from its block maxima without looking at every server.
 * ``least-leftover`` (also ``best-fit``, its older name): the server left with
   the least free space, summed over resources as fractions of the pool total.
 * ``drfh``: Best-Fit DRFH's heterogeneity (shape) distance (Wang, Li, Liang,
-  INFOCOM 2014, §V-B; TPDS 2015): the server whose free vector has the shape
+  INFOCOM 2014; TPDS 2015; the formula as issue 28 states it): the server whose free vector has the shape
   closest to the task's demand, ``H(n, l) = sum_r |(d_r/C_r)/(d_1/C_1) -
   (f_r/C_r)/(f_1/C_1)|`` with ``C`` the pool totals and ``f`` the server's
   free vector.  Resource 1 is the first resource the cluster lists; a task
   that does not use it is normalised by its dominant resource instead (the
   paper's tasks all use resource 1; a choice of ours, docs/algorithms.md),
   and a task that needs nothing goes to the first server.
-* ``dot-product``: Tetris's alignment (Grandl et al., SIGCOMM 2014, §3.1):
-  the server maximising the dot product of the task's demand and the
-  server's free resources, both as fractions of that server's capacity.
+* ``dot-product``: Tetris's alignment (Grandl et al., SIGCOMM 2014: "a
+  weighted dot product between the vector of machine's available resources
+  and the task's peak usage", as a summary quotes it): the server maximising
+  the dot product of the task's demand and the server's free resources, both
+  as fractions of that server's capacity (the weighting is our reading).
 * ``random``: a server with room, uniformly, from the run's own generator.
 
 All rules take the same arguments: ``free`` (servers x resources), the
@@ -44,7 +46,7 @@ PLACEMENT_HELP: dict[str, str] = {
     "first-fit": "the lowest-numbered server with room",
     "best-fit": "least-leftover's older name (same servers, same results)",
     "least-leftover": "the server left with the least free space (pool fractions summed)",
-    "drfh": "Best-Fit DRFH: the free vector closest in shape to the demand (INFOCOM'14 §V-B)",
+    "drfh": "Best-Fit DRFH: the free vector closest in shape to the demand (INFOCOM'14)",
     "dot-product": "Tetris alignment: the largest demand . free, per server capacity",
     "random": "a server with room, uniformly, from the run's seed",
 }
@@ -77,7 +79,8 @@ def shape_distance(free: np.ndarray, demand: np.ndarray, ok: np.ndarray, scale: 
 def alignment(free: np.ndarray, demand: np.ndarray, ok: np.ndarray, scale: np.ndarray,
               capacity: np.ndarray, rng: np.random.Generator) -> int:
     per_server = np.where(capacity > 0, capacity, 1.0)
-    score = ((free / per_server) * (demand / per_server)).sum(axis=1)
+    with np.errstate(invalid="ignore"):  # a server that is down (-inf free) is masked
+        score = ((free / per_server) * (demand / per_server)).sum(axis=1)
     score[~ok] = -np.inf
     return int(np.argmax(score))  # argmax takes the lowest index on ties
 

@@ -65,8 +65,8 @@ from hierfair.sim.view import JobTimes, PolicyView, RunningTask
 SchedulerState = PolicyView
 
 __all__ = ["BackfillParams", "BasePolicy", "JobTimes", "LeafPriorityPolicy", "NoParams",
-           "Policy", "PolicyView", "RunningTask", "SchedulerState", "room_on_one_server",
-           "running_by_leaf"]
+           "Policy", "PolicyView", "RunningTask", "SchedulerState", "own_index",
+           "own_placement", "room_on_one_server", "running_by_leaf"]
 
 
 class Policy(Protocol):
@@ -237,6 +237,29 @@ class LeafPriorityPolicy(BasePolicy[P], Generic[P]):
                 return None
             self._parked.append(heapq.heappop(heap))
         return None
+
+
+#: Why a policy with its own index cannot run a workload with placement constraints.
+CONSTRAINTS_REFUSED = ("tests where tasks fit with its own index, which knows no placement "
+                       "constraints (requires: in this spec); use another algorithm (hdrf "
+                       "makes hdrf-fast's decisions)")
+
+
+def own_index(cls: type) -> bool:
+    """Whether the policy class tests where tasks fit with an index of its
+    own (``make_index``: slot schedulers, hdrf-fast), which knows neither a
+    headroom nor placement constraints."""
+    return getattr(cls, "make_index", None) is not BasePolicy.make_index
+
+
+def own_placement(cls: type) -> str:
+    """Why a placement rule named for the policy class would do nothing
+    ("": it places by the run's rule)."""
+    if getattr(cls, "places_tasks", False):
+        return "names every task's server itself (fairness per server)"
+    if own_index(cls):
+        return "places tasks through its own index"
+    return ""
 
 
 # -- preemption helpers shared by the preemptive policies -------------------
