@@ -24,6 +24,7 @@ from hierfair.datasets import (
     full_binary,
     google,
     google_machines,
+    gpu_servers,
     jobs,
     paper_trees,
     swf,
@@ -82,6 +83,9 @@ CLUSTER_KINDS = _table(
          "configurations in their proportions, normalised to the largest",
          google_machines.ClusterParams, google_machines.build_cluster,
          google_machines.cluster_size),
+    Kind("gpu-servers", "like servers, some with GPUs (label gpu): H-DRF §5.3.2's "
+         "1200 of <32 GB, 16 CPUs>, 200 with 16 GPUs, by default",
+         gpu_servers.ClusterParams, gpu_servers.build_cluster, gpu_servers.cluster_size),
 )
 
 

@@ -156,3 +156,16 @@ def test_the_index_answers_constrained_demands_as_a_scan_does(case, rule, steps)
             index.allocate(chosen, tuple(np.asarray(demand).tolist()))
             free[chosen] -= demand
             placed.append((chosen, np.asarray(demand)))
+
+
+def test_the_gpu_server_preset_labels_its_gpu_servers():
+    exp = build_experiment(_spec(
+        cluster={"kind": "gpu-servers", "servers": 6, "gpu_servers": 2},
+        hierarchy={"ml": {"requires": ["gpu"]}, "web": {}},
+        workload={"jobs": [{"queue": "ml", "tasks": 4, "demand": {"cpu": 4}, "duration": 1},
+                           {"queue": "web", "tasks": 4, "demand": {"cpu": 4}, "duration": 1}]}))
+    assert exp.cluster.resources == ("mem", "cpu", "gpu")
+    assert exp.cluster.capacities.tolist()[-1] == [32.0, 16.0, 16.0]
+    assert [bool(x) for x in exp.cluster.carrying(frozenset({"gpu"}))] == [False] * 4 + [True] * 2
+    with pytest.raises(SpecError, match=r"cluster: gpu_servers \(3\) is more than servers"):
+        build_experiment(_spec(cluster={"kind": "gpu-servers", "servers": 2, "gpu_servers": 3}))

@@ -53,7 +53,7 @@ def test_the_trace_examples_never_replace_a_file(tmp_path):
 
 def test_the_kind_contract_covers_every_kind_and_fails_a_wrong_size(trace_examples,
                                                                     monkeypatch):
-    assert len(list(all_kinds())) == 12  # 7 workload, 3 hierarchy, 2 cluster kinds
+    assert len(list(all_kinds())) == 13  # 7 workload, 3 hierarchy, 3 cluster kinds
     import dataclasses
 
     from hierfair.datasets import HIERARCHY_KINDS

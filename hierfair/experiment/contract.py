@@ -175,6 +175,12 @@ KIND_EXAMPLES: dict[str, dict[str, Any]] = {
         "workload": {"kind": "jobs", "jobs": [{"queue": "a", "tasks": 50, "duration": 2,
                                                "demand": {"cpu": 0.1, "mem": 0.05}}]},
         "hierarchy": {"a": {}}},
+    "cluster.gpu-servers": {
+        "cluster": {"kind": "gpu-servers", "servers": 12, "gpu_servers": 2},
+        "workload": {"kind": "jobs", "jobs": [
+            {"queue": "a", "tasks": 20, "duration": 2, "demand": {"cpu": 1, "mem": 2}},
+            {"queue": "b", "tasks": 20, "duration": 2, "demand": {"gpu": 1}}]},
+        "hierarchy": {"a": {}, "b": {"requires": ["gpu"]}}},
 }
 #: The spec every example is set into (big enough for any of them).
 _AROUND: dict[str, Any] = {
