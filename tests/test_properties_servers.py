@@ -80,3 +80,16 @@ def test_only_drfh_tsf_and_psdsf_are_held_to_their_promise_on_several_servers():
     assert contradicts("drf", "pooled") and not contradicts("drf", "servers")
     assert "drfh" in PROPERTIES["envy-servers"].promised
     assert "drfh" not in PROPERTIES["sharing-incentive-servers"].promised
+
+
+@pytest.mark.parametrize(("name", "gap"), [
+    ("per-server-drf", 0.0),  # 6 and 6, as the oracle
+    ("psdsf", 0.5),           # 9.5 and 10.1 against 10 and 10
+    ("drfh", 1.2),            # Best-Fit at 10x finer tasks: 8.8 each
+    ("tsf", 6.4),             # first-fit: 3.6 each
+])
+def test_the_fluid_gap_measures_the_online_form_against_the_oracle(name, gap):
+    out = check(E1, "fluid-gap", name)
+    assert out.magnitude == pytest.approx(gap, abs=1e-6)
+    assert PROPERTIES["fluid-gap"].metric
+    assert isinstance(check(E1, "fluid-gap", "drf"), str)  # no fluid definition here

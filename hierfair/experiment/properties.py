@@ -30,6 +30,7 @@ from hierfair.experiment.oracle import guarantee, progressive_filling
 from hierfair.experiment.properties_servers import (
     SERVERS_PROMISED,
     envy_servers,
+    fluid_gap,
     sharing_incentive_servers,
 )
 from hierfair.experiment.property_types import EPS, Check, Outcome, Property
@@ -356,6 +357,8 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in (
              promised=SERVERS_PROMISED["sharing-incentive-servers"], refine="tasks"),
     Property("envy-servers", "envy-freeness over servers (bundles counted server by server)",
              "tasks", envy_servers, promised=SERVERS_PROMISED["envy-servers"], refine="tasks"),
+    Property("fluid-gap", "tasks from the fluid allocation (the oracle), tasks 10x finer",
+             "tasks", fluid_gap, metric=True),
     Property("population-monotonicity", "population monotonicity (a leaf leaves)",
              "dominant share", population_monotonicity,
              disclaimed={a: "H-DRF §4.3, Theorem 5" for a in HDRF}, refine="share"),

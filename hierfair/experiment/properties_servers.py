@@ -16,7 +16,11 @@ split over servers holds fewer tasks than its pooled sum would:
   x_n`` (DRFH, INFOCOM 2014: "no user prefers the allocation of another
   user"; TSF; PS-DSF under conditions).
 
-Both count whole tasks, miss by more than one task to count, and are
+* **fluid gap** (a metric): how far each mechanism's online form stays
+  from its divisible allocation, computed by the independent oracle
+  (:mod:`hierfair.experiment.fluid_hetero`), with tasks 10x finer.
+
+The first two count whole tasks, miss by more than one task to count, and are
 refined (``refine: tasks``): a miss that vanishes with tasks 10x finer is
 whole tasks' granularity, not the mechanism.  A static definition's
 fractional, pooled allocation (static H-DRF) has no per-server bundles:
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hierfair.experiment import fluid_hetero
 from hierfair.experiment.property_types import EPS, Outcome
 
 if TYPE_CHECKING:
@@ -106,3 +111,35 @@ def envy_servers(p: Probe) -> Outcome | str:
                 witness = (f"{h.paths[i]} holds {fill.tasks[i]:g} tasks; {h.paths[j]}'s "
                            f"bundles (server by server, scaled by weight) would hold {theirs:g}")
     return Outcome(worst, 1.0, witness)
+
+
+#: The divisible allocation each heterogeneous mechanism is defined by
+#: (hierfair.experiment.fluid_hetero, the independent oracle).
+FLUID = {"drfh": fluid_hetero.drfh, "tsf": fluid_hetero.tsf,
+         "per-server-drf": fluid_hetero.per_server_drf, "psdsf": fluid_hetero.psdsf}
+#: Tasks this many times finer measure the online form against the fluid one.
+FLUID_FINER = 10
+
+
+def fluid_gap(p: Probe) -> Outcome | str:
+    """A metric: how far the online form stays from the mechanism's fluid
+    allocation -- the largest difference, over demanding leaves, between the
+    tasks it runs with tasks 10x finer (in whole-task units) and the
+    oracle's.  Users are the demanding leaves with their own weights, as the
+    mechanisms treat them on any tree.  PS-DSF allocations need not be
+    unique: its gap is from the one the oracle's iteration reaches."""
+    oracle = FLUID.get(p.algorithm.name)
+    if oracle is None:
+        return "no divisible allocation on several servers is defined for it here"
+    h = p.exp.hierarchy  # users are the leaves, weighted by their own weight, any tree
+    leaves = _demanding(p)
+    caps, demands = p.exp.cluster.capacities, p.demands[leaves]
+    if (demands[:, caps.sum(axis=0) <= 0] > 0).any():
+        return "a leaf needs a resource no server has"
+    exact = oracle(caps, demands, h.weights[leaves]).X.sum(axis=1)
+    fine = p.fill(finer=FLUID_FINER).tasks[leaves] / FLUID_FINER
+    gaps = np.abs(fine - exact)
+    worst = int(np.argmax(gaps))
+    return Outcome(float(gaps[worst]), float("inf"),
+                   f"{h.paths[leaves[worst]]} runs {fine[worst]:.4g} tasks (x{FLUID_FINER} "
+                   f"finer), the fluid allocation {exact[worst]:.4g}")
