@@ -32,6 +32,7 @@ from hierfair.experiment.properties_servers import (
     envy_servers,
     fluid_gap,
     sharing_incentive_servers,
+    shortfall,
 )
 from hierfair.experiment.property_types import EPS, Check, Outcome, Property
 from hierfair.experiment.stats import time_statistic
@@ -196,16 +197,8 @@ def sharing_incentive(p: Probe) -> Outcome | str:
     h = p.exp.hierarchy
     if int(h.depth.max()) > 1:
         return "defined on one-level trees (the share guarantee generalises it)"
-    leaves, fill = _leaves(p), p.fill()
-    weight = sum(h.weights[i] for i in leaves)
-    worst, witness = 0.0, ""
-    for i in leaves:
-        mine = _tasks_from(np.full(len(p.total), h.weights[i] / weight), p.demands[i], p.total)
-        if mine - fill.tasks[i] > worst:
-            worst = float(mine - fill.tasks[i])
-            witness = (f"{h.paths[i]} holds {fill.tasks[i]:g} tasks; its "
-                       f"{h.weights[i] / weight:.3g} of every resource holds {mine:g}")
-    return Outcome(worst, 1.0, witness)
+    return shortfall(p, p.fill().tasks, _leaves(p), "every resource", lambda i, part:
+                     _tasks_from(np.full(len(p.total), part), p.demands[i], p.total))
 
 
 def population_monotonicity(p: Probe) -> Outcome | str:

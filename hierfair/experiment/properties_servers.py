@@ -29,6 +29,7 @@ n/a.  docs/properties.md has the definitions beside the others.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -81,17 +82,26 @@ def sharing_incentive_servers(p: Probe) -> Outcome | str:
     fill = p.fill()
     if fill.held is None:
         return "a pooled, fractional allocation has no per-server bundles"
-    leaves = _demanding(p)
-    weight = sum(h.weights[i] for i in leaves)
     caps = p.exp.cluster.capacities
+    return shortfall(p, fill.tasks, _demanding(p), "every server",
+                     lambda i, part: _tasks_on(caps * part, p.demands[i]))
+
+
+def shortfall(p: Probe, tasks: np.ndarray, leaves: list[int], parts: str,
+              holds: Callable[[int, float], float]) -> Outcome:
+    """Sharing incentive's check, pooled or per server: the most tasks a
+    demanding leaf runs short of what its weighted part of ``parts`` holds
+    (``holds(leaf, part)``)."""
+    h = p.exp.hierarchy
+    weight = sum(h.weights[i] for i in leaves)
     worst, witness = 0.0, ""
     for i in leaves:
         part = h.weights[i] / weight
-        mine = _tasks_on(caps * part, p.demands[i])
-        if mine - fill.tasks[i] > worst:
-            worst = float(mine - fill.tasks[i])
-            witness = (f"{h.paths[i]} holds {fill.tasks[i]:g} tasks; its {part:.3g} of "
-                       f"every server holds {mine:g}")
+        mine = holds(i, part)
+        if mine - tasks[i] > worst:
+            worst = float(mine - tasks[i])
+            witness = (f"{h.paths[i]} holds {tasks[i]:g} tasks; its {part:.3g} of "
+                       f"{parts} holds {mine:g}")
     return Outcome(worst, 1.0, witness)
 
 
