@@ -172,3 +172,28 @@ def test_exact_budget_is_stated():
     assert (EXACT.random, EXACT.starts, EXACT.local) == (32, 2, 48)
     assert misreport.WHOLE.most == 4 + 1 * 8
     assert evaluations_at_most(1, 4, EXACT) == 1 + 8 + 32 + 96
+
+
+def test_a_coalition_member_one_finer_task_worse_off_breaks_the_coalition():
+    # The audit once flagged drfh (weighted DRF on one server) for group
+    # strategy-proofness: n1/n0/n1 declaring <1, 1.01053> for <1, 0> lifts its
+    # sibling n1/n0/n0 from 9 to 12 tasks while it loses one whole task (18 ->
+    # 17, within the whole-task tolerance).  With tasks 10x finer it still
+    # loses 0.8 tasks (18.3 -> 17.5): eight finer tasks, so no coalition --
+    # whole-task granularity, which the finer re-measure must tell apart.
+    from hierfair.experiment.probe import Probe
+    from hierfair.experiment.spec import build_experiment
+
+    jobs = [("n0", {"cpu": 3, "mem": 3}), ("n1/n0/n0", {"cpu": 2}), ("n1/n0/n1", {"cpu": 1}),
+            ("n2/n0", {"cpu": 2, "mem": 3}), ("n2/n1", {"cpu": 1, "mem": 3})]
+    exp = build_experiment({
+        "name": "gsp", "algorithms": ["drfh"],
+        "cluster": {"resources": ["cpu", "mem"], "servers": [{"capacity": {"cpu": 95, "mem": 96}}]},
+        "hierarchy": {"n0": {"weight": 4}, "n1": {"weight": 2, "children": {"n0": {
+            "weight": 2, "children": {"n0": {"weight": 2}, "n1": {"weight": 2}}}}},
+            "n2": {"children": {"n0": {"weight": 2}, "n1": {"weight": 3}}}},
+        "workload": {"jobs": [{"queue": q, "tasks": 291, "duration": 10, "demand": d}
+                              for q, d in jobs]}})
+    out = PROPERTIES["group-strategy-proofness"].check(Probe(exp, "drfh"))
+    assert out.missed and not out.violated  # a whole-task miss only
+    assert out.fine is not None and out.fine < 0

@@ -208,7 +208,8 @@ def _finer(p: Probe, r: Result, seed: Result | None) -> tuple[float, dict | None
     for declared in cands:
         useful = p.useful(_lies(p, declared), finer=REFINE)
         gains = [(useful[x.leaf] - truth[x.leaf]) / max(truth[x.leaf], 1.0) for x in r.liars]
-        weakly = all(g >= -x.slack for g, x in zip(gains, r.liars))
+        # worse off: by more than one task of the finer size, not of the whole one
+        weakly = all(g >= -x.slack / REFINE for g, x in zip(gains, r.liars))
         value = max(gains) if weakly else min(gains)  # a member worse off: its loss
         if value > best[0]:
             best = (value, declared)
