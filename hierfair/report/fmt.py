@@ -141,17 +141,20 @@ PAPERS = {
     "MCH": "the MCH letter",
     "DFF": "the DFF letter (IEICE 2016)",
     "PDRF": "the PDRF note",
+    "DRFH": "DRFH (Wang, Li, Liang, INFOCOM 2014)",
+    "PS-DSF": "PS-DSF (Khamse-Ashari et al., arXiv 1611.00404)",
     "property audit": "the property audit (docs/properties.md)",
     "other": "other sources",
 }
-_PAPER = re.compile(r"""^\s*["'“(]*\s*(H-DRF|PDRF|DRF|MCH|DFF|property audit)\b""",
+_PAPER = re.compile(r"""^\s*["'“(]*\s*(H-DRF|PDRF|DRFH|DRF|MCH|DFF|PS-DSF|property audit)\b""",
                     re.IGNORECASE)
 
 
 def paper_of(source: str) -> str:
     """The paper a claim's ``source`` cites first: ``"H-DRF §5.2, Fig. 11a"``
     -> ``H-DRF``, ``"MCH letter §IV-A"`` -> ``MCH``, ``"DFF letter §3"`` ->
-    ``DFF``, ``"PDRF note, Motivation"`` -> ``PDRF``, ``"property audit
+    ``DFF``, ``"PDRF note, Motivation"`` -> ``PDRF``, ``"DRFH (INFOCOM 2014)"``
+    -> ``DRFH``, ``"PS-DSF (arXiv …)"`` -> ``PS-DSF``, ``"property audit
     (docs/properties.md)"`` -> ``property audit``; anything else -> ``other``
     (a key of :data:`PAPERS`)."""
     match = _PAPER.match(source or "")
