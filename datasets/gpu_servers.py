@@ -49,5 +49,6 @@ def build_cluster(p: ClusterParams) -> Cluster:
     plain = p.servers - p.gpu_servers
     caps = np.array([[p.mem, p.cpu, 0.0]] * plain + [[p.mem, p.cpu, p.gpus]] * p.gpu_servers)
     names = tuple(f"s{i}" for i in range(plain)) + tuple(f"gpu{i}" for i in range(p.gpu_servers))
-    labels = (frozenset(),) * plain + (frozenset({"gpu"}),) * p.gpu_servers
+    labels: tuple[frozenset[str], ...] = ((frozenset(),) * plain
+                                          + (frozenset({"gpu"}),) * p.gpu_servers)
     return Cluster(RESOURCES, caps.reshape(-1, 3), names, labels)

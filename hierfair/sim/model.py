@@ -70,7 +70,7 @@ class Demand(np.ndarray):
         return (Demand, (np.asarray(self), self.servers))
 
 
-def eligible_servers(demand: np.ndarray) -> np.ndarray | None:
+def eligible_servers(demand: np.ndarray | None) -> np.ndarray | None:
     """The servers ``demand`` may use (a mask), None for any."""
     return getattr(demand, "servers", None)
 
