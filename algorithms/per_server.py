@@ -29,12 +29,10 @@ from typing import ClassVar
 
 import numpy as np
 
+from hierfair.algorithms.drf import KEY_DECIMALS  # equal shares tie exactly, as in drf
 from hierfair.sim.model import TOLERANCE, eligible_servers
 from hierfair.sim.policy import BasePolicy, NoParams, PolicyView
 
-#: Keys are rounded to this many decimals, so equal shares computed along
-#: different float paths tie exactly and the leaf order decides.
-KEY_DECIMALS = 12
 
 
 class PerServerPolicy(BasePolicy[NoParams]):

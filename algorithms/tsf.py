@@ -27,12 +27,10 @@ from typing import ClassVar
 
 import numpy as np
 
+from hierfair.algorithms.drf import KEY_DECIMALS  # equal shares tie exactly, as in drf
 from hierfair.sim.model import eligible_servers
 from hierfair.sim.policy import BackfillParams, LeafPriorityPolicy, PolicyView
 
-#: Task shares are rounded to this many decimals in keys, so equal shares tie
-#: exactly and the leaf order decides (as in drf).
-KEY_DECIMALS = 12
 
 
 def tasks_alone(capacities: np.ndarray, demand: np.ndarray) -> float:

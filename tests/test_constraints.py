@@ -96,7 +96,8 @@ def test_a_misreport_keeps_the_liars_constraint():
     probe = Probe(exp, AlgorithmSpec(name="drf"))
     u1 = exp.hierarchy.index("u1")
     lying = probe.fill(lies=(("u1", (1.0, 1.000001)),))
-    assert lying.held is not None and not lying.held[u1, 1].any()  # nothing on server b
+    held = lying.held()
+    assert held is not None and not held[u1, 1].any()  # nothing on server b
     assert PROPERTIES["strategy-proofness"].check(probe).magnitude == 0.0
 
 

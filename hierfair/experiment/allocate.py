@@ -56,9 +56,9 @@ class Filled(NamedTuple):
     free: np.ndarray
     #: the allocation is a static definition's (no tasks, no churn)
     fractional: bool
-    #: what each node's running tasks hold on each server (nodes x servers x
-    #: resources; None for a fractional allocation, which is pooled)
-    held: np.ndarray | None = None
+    #: the running tasks as (leaves, servers, demands) rows; None for a
+    #: fractional allocation, which is pooled
+    placed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def fill(exp: Experiment, policy: BasePolicy, seed: int, churn: int = 0,
@@ -77,13 +77,11 @@ def fill(exp: Experiment, policy: BasePolicy, seed: int, churn: int = 0,
     for _ in range(churn):
         if not sim.finish_earliest():
             break
-    view = sim.view
-    held = np.zeros((exp.hierarchy.n_nodes, exp.cluster.n_servers, exp.cluster.n_resources))
-    for task in view.running_tasks():
-        info = view.task_info(task)
-        held[info.leaf, info.server] += info.demand
-    return Filled(view.alloc, view.running.copy(), exp.cluster.capacities - sim.server_used(),
-                  False, held)
+    placed = sim.placements()
+    used = np.zeros_like(exp.cluster.capacities)
+    np.add.at(used, placed[1], placed[2])
+    return Filled(sim.view.alloc, sim.view.running.copy(), exp.cluster.capacities - used,
+                  False, placed)
 
 
 def allocate(exp: Experiment, algorithm: str | AlgorithmSpec, churn: int = 0,

@@ -36,13 +36,23 @@ class Fill:
     shares: np.ndarray  # (nodes, resources), of the cluster total
     tasks: np.ndarray  # (nodes,) running tasks
     free: np.ndarray  # (servers, resources) left free
-    #: (nodes, servers, resources) held on each server; None: a pooled,
+    #: the running tasks as (leaves, servers, demands) rows; None: a pooled,
     #: fractional allocation
-    held: np.ndarray | None = None
+    placed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @property
     def dominant(self) -> np.ndarray:
         return self.shares.max(axis=1)
+
+    def held(self) -> np.ndarray | None:
+        """What each node holds on each server (nodes x servers x resources),
+        built when asked (the per-server properties); None: pooled."""
+        if self.placed is None:
+            return None
+        leaves, servers, demands = self.placed
+        out = np.zeros((len(self.tasks), len(self.free), demands.shape[1]))
+        np.add.at(out, (leaves, servers), demands)
+        return out
 
 
 def _declared(job: Job, lie: dict[int, np.ndarray]) -> np.ndarray:
@@ -127,7 +137,7 @@ class Probe:
             else:
                 shares = filled.alloc / self.total
             self._fills[key] = Fill(shares=shares, tasks=filled.tasks, free=filled.free,
-                                    held=filled.held)
+                                    placed=filled.placed)
         return self._fills[key]
 
     @cached_property

@@ -80,7 +80,7 @@ def sharing_incentive_servers(p: Probe) -> Outcome | str:
     if int(h.depth.max()) > 1:
         return "defined on one-level trees (users are the leaves)"
     fill = p.fill()
-    if fill.held is None:
+    if fill.placed is None:
         return "a pooled, fractional allocation has no per-server bundles"
     caps = p.exp.cluster.capacities
     return shortfall(p, fill.tasks, _demanding(p), "every server",
@@ -107,7 +107,8 @@ def shortfall(p: Probe, tasks: np.ndarray, leaves: list[int], parts: str,
 
 def envy_servers(p: Probe) -> Outcome | str:
     fill = p.fill()
-    if fill.held is None:
+    held = fill.held()
+    if held is None:
         return "a pooled, fractional allocation has no per-server bundles"
     h, leaves = p.exp.hierarchy, _demanding(p)
     worst, witness = 0.0, ""
@@ -115,7 +116,7 @@ def envy_servers(p: Probe) -> Outcome | str:
         for j in leaves:
             if i == j:
                 continue
-            theirs = _tasks_on(fill.held[j] * (h.weights[i] / h.weights[j]), p.demands[i])
+            theirs = _tasks_on(held[j] * (h.weights[i] / h.weights[j]), p.demands[i])
             if theirs - fill.tasks[i] > worst:
                 worst = float(theirs - fill.tasks[i])
                 witness = (f"{h.paths[i]} holds {fill.tasks[i]:g} tasks; {h.paths[j]}'s "

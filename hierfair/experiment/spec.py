@@ -87,7 +87,7 @@ from hierfair.experiment.spec_models import (  # noqa: F401 - re-exported
 from hierfair.experiment.spec_yaml import _UniqueKeyLoader, read_yaml  # noqa: F401 - re-exported
 from hierfair.sim import Faults, Interruptions, SimulationResult, Simulator
 from hierfair.sim.headroom import Headroom, KeepHeadroom
-from hierfair.sim.model import Cluster, Hierarchy, Workload, eligible_servers
+from hierfair.sim.model import Cluster, Hierarchy, Workload
 from hierfair.sim.placement import PLACEMENTS
 from hierfair.sim.policy import BasePolicy, own_placement
 
@@ -308,8 +308,7 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
         workload = experiment.workload(spec.seed_list[0])  # validates queues, demands and fit
         if headroom is not None:
             experiment.headroom_vector(workload)  # the largest task fits on every server
-        if check_algorithms and any(eligible_servers(j.demand) is not None
-                                    for j in workload.jobs):
+        if check_algorithms and workload.constrained:
             if own := own_index_problems(spec.algorithms):
                 raise SpecError.combine(own)
         _check_size(Size(cluster.n_servers, hierarchy.n_nodes, int(hierarchy.depth.max()),

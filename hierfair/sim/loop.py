@@ -86,7 +86,7 @@ class Simulator:
         self.policy = policy
         self._jobs = workload.jobs
         self._ledger = Ledger(workload.jobs, hierarchy.n_nodes, cluster.n_servers)
-        self._index: Index = index_for(policy, cluster, placement, workload.jobs, seed)
+        self._index: Index = index_for(policy, cluster, placement, workload, seed)
         #: the policy's own choice of server, if it makes one (None: placement's)
         self._server_for = named_server(policy)
         self._usage = NodeUsage(hierarchy, cluster.n_resources)
@@ -384,13 +384,15 @@ class Simulator:
             self._dirty.clear()
         self._rec.utilization_row(self._now, tuple(map(truediv, usage.rows[0], self._scale)))
 
-    def server_used(self) -> np.ndarray:
-        """(servers, resources): what the running tasks hold on each server."""
-        used = np.zeros((self.cluster.n_servers, self.cluster.n_resources))
+    def placements(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The running tasks' leaves, servers and demands (one row a task)."""
         server, job = self._ledger.column("server"), self._ledger.column("task_job")
-        for task in self._ledger.running_tasks():
-            used[server[task]] += self._jobs[job[task]].demand
-        return used
+        tasks = self._ledger.running_tasks()
+        jobs = [self._jobs[job[t]] for t in tasks]
+        return (np.array([j.leaf for j in jobs], dtype=np.int64),
+                np.array([server[t] for t in tasks], dtype=np.int64),
+                np.array([np.asarray(j.demand) for j in jobs],
+                         dtype=np.float64).reshape(len(tasks), self.cluster.n_resources))
 
     def result(self) -> SimulationResult:
         return tables(self._ledger, self._rec, self.hierarchy, self.cluster.resources,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -280,3 +281,9 @@ class Workload:
     @property
     def n_tasks(self) -> int:
         return sum(j.n_tasks for j in self.jobs)
+
+    @cached_property
+    def constrained(self) -> bool:
+        """Whether some job may use only some servers (a placement
+        constraint); looked at once per workload, not once per run."""
+        return any(eligible_servers(j.demand) is not None for j in self.jobs)

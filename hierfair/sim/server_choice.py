@@ -9,23 +9,23 @@ placement constraints; per-server policies name the server
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from hierfair.errors import SpecError
-from hierfair.sim.model import TOLERANCE, Cluster, Job, eligible_servers
+from hierfair.sim.model import TOLERANCE, Cluster, Workload, eligible_servers
 from hierfair.sim.placement import Index, Placement, ServerIndex
 from hierfair.sim.policy import CONSTRAINTS_REFUSED, BasePolicy, own_index
 
 
 def index_for(policy: BasePolicy, cluster: Cluster, placement: Placement,
-              jobs: Sequence[Job], seed: int) -> Index:
+              workload: Workload, seed: int) -> Index:
     """The index the run places with: the policy's own, or the shared one
     (which keeps a free-space array when some job has a placement
     constraint); random placement draws from ``seed``."""
-    constrained = any(eligible_servers(j.demand) is not None for j in jobs)
+    constrained = workload.constrained
     if constrained and own_index(type(policy)):
         raise SpecError(CONSTRAINTS_REFUSED, where="algorithms", value=type(policy).name)
     index = (policy.make_index(cluster, placement)
