@@ -33,6 +33,9 @@ class JobSpec(Strict):
     name: str | None = None
     #: Server labels its tasks need (placement constraints; the leaf's too).
     requires: list[Label] = Field(default_factory=list)
+    #: Its priority: production schedulers admit higher first and preempt
+    #: lower first (Kueue, Volcano, YuniKorn); the others ignore it.
+    priority: int = Field(0, ge=-(2**31), le=2**31 - 1)
 
 
 class Params(Strict):
@@ -53,5 +56,5 @@ def build(params: Params, ctx: BuildContext) -> Workload:
             raise SpecError(f"needs one duration per task ({j.tasks})",
                             where=f"{where}.duration", value=len(durations))
         raw.append(RawJob(j.queue, j.demand, durations, j.submit, j.name or f"job{i}", where,
-                          frozenset(j.requires)))
+                          frozenset(j.requires), j.priority))
     return finalize(raw, ctx.cluster, ctx.hierarchy, source="explicit job list")

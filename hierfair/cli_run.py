@@ -108,6 +108,7 @@ def _run(args: argparse.Namespace) -> int:
     from hierfair.experiment.claims import read_verdicts
     from hierfair.experiment.limits import MAX_TIME
     from hierfair.experiment.cache import describe_plan
+    from hierfair.experiment.runs_table import ENDED
     from hierfair.experiment.progress import Progress
     from hierfair.experiment.sweep import sweep
 
@@ -151,8 +152,10 @@ def _run(args: argparse.Namespace) -> int:
                           fail_fast=args.exitfirst, debug=args.pdb)
         finally:
             progress.close()
-        bad = frame[frame["status"] != "ok"]
+        bad = frame[~frame["status"].isin(ENDED)]
         failures += [f"{base.spec.name}/{r.run}: {r.status}: {r.error}" for r in bad.itertuples()]
+        for r in frame[frame["status"] == "loop"].itertuples():  # a finding, not a failure
+            print(f"hierfair: {base.spec.name}/{r.run}: {r.error}", file=sys.stderr)
         verdicts = read_verdicts(out / base.spec.name)
         _print_verdicts(base.spec.name, verdicts)
         every += verdicts

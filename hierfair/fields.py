@@ -53,6 +53,15 @@ def _weight(value: float) -> float:
 
 
 Weight = Annotated[float, Field(gt=0, le=MAX_WEIGHT), AfterValidator(_weight)]
+
+
+def _weight_or_zero(value: float) -> float:
+    return value if value == 0 else _weight(value)
+
+
+#: A hierarchy node's weight: 0 too, "only what others leave" (Kueue's fair
+#: sharing weight; the policies that take it say so, the others refuse it).
+NodeWeight = Annotated[float, Field(ge=0, le=MAX_WEIGHT), AfterValidator(_weight_or_zero)]
 Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
 #: A server label placement constraints name (``gpu``, ``rack-3``).
 Label = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")]

@@ -21,6 +21,7 @@ from hierfair.version import __version__
 from hierfair.experiment.detail import PARAM
 from hierfair.experiment.manifest import SUMMARY, file_digest
 from hierfair.experiment.plan import PlannedRun
+from hierfair.experiment.runs_table import ENDED
 
 
 @lru_cache(maxsize=1)
@@ -87,7 +88,7 @@ def cached_row(run: PlannedRun, folder: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     row = record.get("row", {})
-    if (record.get("key") != run.key or row.get("status") != "ok"
+    if (record.get("key") != run.key or row.get("status") not in ENDED
             or row.get("code_version") != code_version()
             or row.get("input_id") != run.input_id):  # the data changed under the run
         return None

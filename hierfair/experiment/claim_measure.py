@@ -27,6 +27,7 @@ from hierfair.experiment.claim_spec import CheckSpec
 from hierfair.experiment.detail import detail_table
 from hierfair.experiment.improvement import improvement_between
 from hierfair.experiment.probe import Probe
+from hierfair.experiment.runs_table import ENDED
 from hierfair.experiment.properties import PROPERTIES
 from hierfair.experiment.spec import Experiment
 from hierfair.experiment.stats import Sample, time_statistic
@@ -79,7 +80,7 @@ class _Measurer:
                  allocations: pd.DataFrame | None, folder: Path | None = None) -> None:
         self.exp = exp
         self.all_runs = runs
-        self.runs = runs[runs["status"] == "ok"]
+        self.runs = runs[runs["status"].isin(ENDED)]
         self.allocations = allocations
         self.folder = folder
         #: the claim being measured states a theorem about divisible resources
@@ -175,7 +176,7 @@ class _Measurer:
     def _failed(self, check: CheckSpec, label: str, where: str) -> str:
         """Why runs this check needs did not finish ("" when they all did)."""
         rows = self._rows(check, label, where, self.all_runs)
-        bad = rows[rows["status"] != "ok"]
+        bad = rows[~rows["status"].isin(ENDED)]
         if not len(bad):
             return ""
         kinds = ", ".join(sorted(set(bad["status"])))

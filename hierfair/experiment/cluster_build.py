@@ -131,6 +131,55 @@ def label_problems(cluster: Cluster, hierarchy: Hierarchy) -> list[SpecError]:
     return out
 
 
+def _node_where(hierarchy: Hierarchy, node: int) -> str:
+    return "hierarchy." + ".children.".join(hierarchy.paths[node].split("/"))
+
+
+def quota_problems(cluster: Cluster, hierarchy: Hierarchy) -> list[SpecError]:
+    """Every quota names resources the cluster has."""
+    out = []
+    for node, quota in enumerate(hierarchy.quotas):
+        for field_name, amounts in quota._asdict().items():
+            for res in amounts or {}:
+                if res not in cluster.resources:
+                    out.append(SpecError(
+                        f"unknown resource; the cluster has {list(cluster.resources)}",
+                        where=f"{_node_where(hierarchy, node)}.quota.{field_name}.{res}",
+                        value=res))
+    return out
+
+
+def zero_weight_problems(hierarchy: Hierarchy, algorithms: list[AlgorithmSpec]
+                         ) -> list[SpecError]:
+    """A weight of 0 ("only what others leave", Kueue) runs only under the
+    policies that define it (``zero_weights``); the others divide by it."""
+    zero = [n for n in range(1, hierarchy.n_nodes) if hierarchy.weights[n] == 0]
+    if not zero:
+        return []
+    where = f"{_node_where(hierarchy, zero[0])}.weight"
+    return [SpecError(f"has a hierarchy weight of 0 at {where}, which it does not define; "
+                      "use a positive weight, or an algorithm that takes 0 (kueue)",
+                      where=f"algorithms[{i}].name", value=algo.name)
+            for i, algo in enumerate(algorithms)
+            if not getattr(type(make_policy(algo.name, algo.params)), "zero_weights", False)]
+
+
+def hierarchy_problems(hierarchy: Hierarchy, algorithms: list[AlgorithmSpec]
+                       ) -> list[SpecError]:
+    """Each policy's ``check_hierarchy`` on the tree (per-queue settings)."""
+    out = []
+    for i, algo in enumerate(algorithms):
+        policy = make_policy(algo.name, algo.params)
+        check = getattr(type(policy), "check_hierarchy", None)
+        try:
+            if check is not None:
+                check(policy.params, hierarchy)
+        except SpecError as exc:
+            out.append(SpecError(exc.message, where=f"algorithms[{i}].{exc.where}",
+                                 value=exc.value))
+    return out
+
+
 def own_index_problems(algorithms: list[AlgorithmSpec]) -> list[SpecError]:
     """A workload with placement constraints runs only under policies that
     place through the shared index (hdrf-fast and slots-k test fits with

@@ -91,6 +91,8 @@ def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
                    offered_load=offered_load(workload, exp.cluster))
         for table in exp.spec.tables:
             write_parquet(getattr(result, table), run_dir / f"{table}.parquet")
+        if result.loop:  # stopped, not failed: its tables show the loop
+            row.update(status="loop", error=result.loop)
     except RunTimeout:
         row.update(status="timeout", error=f"exceeded the {timeout:g} s timeout")
     except HierfairError as exc:  # the input, found at run time: its line says it all

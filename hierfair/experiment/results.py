@@ -69,8 +69,12 @@ def summarize(result: SimulationResult, mice_max_tasks: int = MICE_MAX_TASKS,
     out["wait_median_mice"] = float(mice["wait"].median()) if len(mice) else float("nan")
     out["hogs"] = len(hogs)
     out["wait_median_hogs"] = float(hogs["wait"].median()) if len(hogs) else float("nan")
-    for key in ("preemptions", "kills", "task_failures"):
+    for key in ("preemptions", "kills", "task_failures", "preemptions_max_job"):
         out[key] = int(counts[key])
+    out["last_preemption"] = float(counts["last_preemption"])
+    # a run stopped in a preemption loop (hierfair.sim.loops): why, in one line
+    out["loop"] = result.loop
+    out["looped"] = int(bool(result.loop))  # what a claim can compare
     out["wasted_work"] = result.wasted_work
     out["decisions"] = int(counts["decisions"])
     out["placements"] = int(counts["placements"])

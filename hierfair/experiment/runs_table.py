@@ -18,6 +18,11 @@ from hierfair.experiment.detail import PARAM, legacy_tables
 from hierfair.experiment.manifest import Manifest
 from hierfair.experiment.results import write_parquet
 
+#: The statuses of a run that ended as the simulation decided: ``ok``, or
+#: ``loop`` (stopped in a preemption loop, hierfair.sim.loops: a finding, its
+#: tables kept to the stop).  Every other status is a run that did not finish.
+ENDED = ("ok", "loop")
+
 _FIRST = ("run", "run_index", "spec", "spec_hash", "algorithm", "label", "params", "seed",
           "run_seed", "grid_point", "overrides")
 _STATUS = ("status", "error", "traceback", "warnings", "workload_source", "input_id",

@@ -53,8 +53,11 @@ from hierfair.experiment.cluster_build import (  # noqa: F401 - re-exported
     _KindHeadroom,
     _split_headroom,
     _vector,
+    hierarchy_problems,
     label_problems,
     own_index_problems,
+    quota_problems,
+    zero_weight_problems,
 )
 from hierfair.experiment.limits import (
     Size,
@@ -295,7 +298,10 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
     if headroom is not None and not problems and check_algorithms:
         problems += _headroom_algorithm_problems(headroom, spec.algorithms)
     if cluster is not None and hierarchy is not None:
-        problems += label_problems(cluster, hierarchy)
+        problems += label_problems(cluster, hierarchy) + quota_problems(cluster, hierarchy)
+        if check_algorithms and not problems:
+            problems += (zero_weight_problems(hierarchy, spec.algorithms)
+                         + hierarchy_problems(hierarchy, spec.algorithms))
         attempt(lambda: validate_claims(spec.claims, [a.display for a in spec.algorithms],
                                         hierarchy.paths, cluster.resources))
     if problems:

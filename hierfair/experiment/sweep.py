@@ -72,6 +72,7 @@ from hierfair.experiment.plan import (
 from hierfair.experiment.progress import Progress, _clock
 from hierfair.experiment.results import remove_stale_temporaries
 from hierfair.experiment.runs_table import (
+    ENDED,
     _FIRST,
     _LAST,
     _STATUS,
@@ -207,7 +208,7 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
                     done += 1
                     if progress:
                         progress(done, len(runs), row)
-                    if fail_fast and row["status"] != "ok":
+                    if fail_fast and row["status"] not in ENDED:
                         _write_runs(rows, manifest)
                         raise RunFailed(row, folder / "runs" / row["run"] / TRACEBACK)
                 if batch.due(len(group_rows), len(rows)):

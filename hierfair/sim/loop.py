@@ -33,10 +33,11 @@ import numpy as np
 from hierfair.errors import PolicyError
 from hierfair.sim.events import ARRIVAL, DOWN, FINISH, TASK_FAIL, UP, Event, Faults
 from hierfair.sim.ledger import FINISHED, PENDING, RUNNING, Ledger
+from hierfair.sim.loops import LoopWatch
 from hierfair.sim.model import Cluster, Hierarchy, Job, Workload, shown
 from hierfair.sim.placement import Index, Placement, ServerIndex
 from hierfair.sim.policy import BasePolicy
-from hierfair.sim.server_choice import index_for, named_server, takes
+from hierfair.sim.server_choice import index_for, named_job, named_server, takes
 from hierfair.sim.recording import OUTCOMES, Recorder
 from hierfair.sim.result import SimulationResult, tables
 from hierfair.sim.usage import NodeUsage
@@ -89,6 +90,7 @@ class Simulator:
         self._index: Index = index_for(policy, cluster, placement, workload, seed)
         #: the policy's own choice of server, if it makes one (None: placement's)
         self._server_for = named_server(policy)
+        self._job_for = named_job(policy)  # the policy's choice of job (None: FIFO)
         self._usage = NodeUsage(hierarchy, cluster.n_resources)
         self._rec = Recorder(cluster.resources)
         self._mode = interruptions or Interruptions()
@@ -113,6 +115,9 @@ class Simulator:
         self._deadline = deadline  # a time.monotonic() value
         self._ticks = 0
         self._stopped_at: float | None = None  # run(until=) stopped with work left
+        self._loops = LoopWatch()
+        self._arrived = 0  # arrivals and faults so far: what a loop must not see
+        self._faulted = 0
         #: What the policy reads; its random numbers come from the run's seed
         #: (a stream of their own: drawing them changes no workload or fault).
         self.view = PolicyView(hierarchy, cluster, self._jobs, self._ledger, self._usage,
@@ -154,15 +159,21 @@ class Simulator:
                         self._finish(key)
                 elif kind == TASK_FAIL:
                     if tried == attempt[key]:
+                        self._faulted += 1
                         self._interrupt(key, "failed")
                 elif kind == DOWN:
+                    self._faulted += 1
                     self._server_down(key)
                 elif kind == UP:
+                    self._faulted += 1
                     self._server_up(key)
                 else:
                     self._arrive(key)
             self._schedule()
             self._record_step()
+            if self._loops.reason:
+                self._stopped_at = now
+                break
         return self.result()
 
     def _tick(self) -> None:
@@ -204,6 +215,7 @@ class Simulator:
         self._overhead_ns += perf_counter_ns() - t0
 
     def _arrive(self, job_id: int) -> None:
+        self._arrived += 1
         self._ledger.arrive(job_id, self._now)
         self._notify(self.policy.on_job_arrival, self._jobs[job_id])
 
@@ -214,7 +226,7 @@ class Simulator:
         if not queue:
             raise PolicyError(f"policy selected leaf {self.hierarchy.paths[leaf]!r}, "
                               "which has no pending task")
-        job_id = queue[0]
+        job_id = self._next_job(leaf)
         job = self._jobs[job_id]
         index = self._index
         server = self._server_for(leaf, job.demand) if self._server_for else None
@@ -242,6 +254,17 @@ class Simulator:
         attempt = led.attempt[task]
         heapq.heappush(self._events, self._faults.attempt_end(task, attempt, now, duration)
                        if self._task_failures else (now + duration, FINISH, task, attempt))
+        return job
+
+    def _next_job(self, leaf: int) -> int:
+        """The job whose task ``leaf`` starts next: the policy's choice, or FIFO."""
+        queue = self._ledger.queues[leaf]
+        job = self._job_for(leaf) if self._job_for else None
+        if job is None:
+            return queue[0]
+        if job not in queue:
+            raise PolicyError(f"policy named job {job} for leaf "
+                              f"{self.hierarchy.paths[leaf]!r}, which has no pending task of it")
         return job
 
     def _stop(self, task: int, new: int) -> int:
@@ -292,6 +315,7 @@ class Simulator:
         if outcome == "preempted":
             led.job_preempted[job_id] += 1
             self._rec.preemptions.append(now, task, job_id, job.leaf, beneficiary, lost)
+            self._loops.preempted(job.leaf)
         self._notify(self.policy.on_task_finish, job.leaf, job.demand)
         return lost
 
@@ -321,7 +345,8 @@ class Simulator:
         room made (a preemption is a swap, or the room could go to someone
         else and the policy would ask again forever); then place tasks until
         the policy says stop; repeat while it keeps asking (bounded)."""
-        for _ in range(self._ledger.n_tasks + 1):
+        cycles = getattr(self.policy, "cycles", False)
+        for _ in range((4 if cycles else 1) * (self._ledger.n_tasks + 1)):
             t0 = perf_counter_ns()
             requests = self.policy.preemptions()
             self._overhead_ns += perf_counter_ns() - t0
@@ -332,13 +357,20 @@ class Simulator:
                 self._interrupt(task, "preempted", beneficiary)
             swapped = 0
             for leaf in dict.fromkeys(b for _, b in requests if b >= 0):
-                demand = self.view.next_demand(leaf)
-                if demand is not None and self._index.fits(demand):
+                queue = self._ledger.queues[leaf]
+                if queue and self._index.fits(self._jobs[self._next_job(leaf)].demand):
                     self._begin(leaf, self._overhead_ns)
                     self._overhead_ns = 0
                     swapped += 1
-            self._place()
-            if not requests or not swapped:
+            placed = self._place()
+            if requests and self._loops.check(self._ledger, self.hierarchy, self._now,
+                                              self._arrived + self._faulted,
+                                              len(self._rec.preemptions)):
+                return
+            if cycles:  # admission cycles: run them until one does nothing
+                if not requests and not placed:
+                    return
+            elif not requests or not swapped:
                 return
 
     def _begin(self, leaf: int, spent: int) -> None:
@@ -348,13 +380,15 @@ class Simulator:
         self.policy.on_task_start(leaf, demand)
         self._rec.decision(self._now, leaf, spent + perf_counter_ns() - t0)
 
-    def _place(self) -> None:
+    def _place(self) -> int:
         """Ask the policy for leaves until it answers None (:meth:`_begin`
-        and :meth:`_tick` written out: this loop runs once per task)."""
+        and :meth:`_tick` written out: this loop runs once per task);
+        returns how many tasks started."""
         select, started = self.policy.select, self.policy.on_task_start
         decision, deadline = self._rec.decision, self._deadline
         # decisions.parquet's columns, appended to directly
         times, leaves, spans = self._rec.decision_columns
+        placed = 0
         while True:
             self._ticks += 1
             if deadline is not None and not self._ticks & 1023 and monotonic() > deadline:
@@ -365,7 +399,8 @@ class Simulator:
             self._overhead_ns = 0
             if leaf is None:
                 decision(self._now, -1, spent)
-                return
+                return placed
+            placed += 1
             demand = self._start(leaf).demand
             t0 = perf_counter_ns()
             started(leaf, demand)
@@ -396,4 +431,4 @@ class Simulator:
 
     def result(self) -> SimulationResult:
         return tables(self._ledger, self._rec, self.hierarchy, self.cluster.resources,
-                      self.workload.source, self._wasted, self._stopped_at)
+                      self.workload.source, self._wasted, self._stopped_at, self._loops.reason)

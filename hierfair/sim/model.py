@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -129,13 +129,40 @@ class Cluster:
         return bool(np.any(room if servers is None else room & servers))
 
 
+class Quota(NamedTuple):
+    """A node's quotas as production schedulers write them, per resource name
+    (a resource left out: none of that kind).  ``nominal`` is Kueue's nominal
+    quota (what the node owns and may lend); ``borrowing_limit`` and
+    ``lending_limit`` bound what it takes from, and gives to, its cohort
+    (None: no limit); ``guaranteed`` is YuniKorn's guaranteed and Volcano's
+    deserved; ``max`` is a cap (Volcano's capability, YuniKorn's max)."""
+
+    nominal: Mapping[str, float] = {}
+    borrowing_limit: Mapping[str, float] | None = None
+    lending_limit: Mapping[str, float] | None = None
+    guaranteed: Mapping[str, float] = {}
+    max: Mapping[str, float] | None = None
+
+    def vector(self, field_name: str, resources: Sequence[str], default: float) -> np.ndarray:
+        """One field over ``resources`` (``default`` where the field or the
+        resource is absent)."""
+        amounts = getattr(self, field_name)
+        if amounts is None:
+            return np.full(len(resources), default)
+        return np.array([float(amounts.get(r, default)) for r in resources])
+
+
+#: The quota of a node that gives none.
+NO_QUOTA = Quota()
+
+
 @dataclass(frozen=True)
 class Hierarchy:
     """A weighted tree in pre-order.  Index 0 is the root (path ``""``)."""
 
     paths: tuple[str, ...]
     parent: np.ndarray  # parent index, -1 for the root
-    weights: np.ndarray  # positive; the root's weight is 1 and unused
+    weights: np.ndarray  # >= 0 (0: only where a policy allows it); the root's is 1, unused
     children: tuple[tuple[int, ...], ...]
     subtree_end: np.ndarray  # node i's subtree is range(i, subtree_end[i])
     depth: np.ndarray
@@ -143,10 +170,27 @@ class Hierarchy:
     #: Per node, the server labels its subtree's tasks need (placement
     #: constraints written on the node; empty: none).
     requires: tuple[frozenset[str], ...] = ()
+    #: Per node, its quotas (production schedulers: Kueue, Volcano, YuniKorn).
+    quotas: tuple[Quota, ...] = ()
+    #: Per node, a priority (YuniKorn orders equal shares by it).
+    priorities: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.requires:
             object.__setattr__(self, "requires", (frozenset(),) * len(self.paths))
+        if not self.quotas:
+            object.__setattr__(self, "quotas", (NO_QUOTA,) * len(self.paths))
+        if not self.priorities:
+            object.__setattr__(self, "priorities", (0,) * len(self.paths))
+
+    def quota_matrix(self, field_name: str, resources: Sequence[str],
+                     default: float) -> np.ndarray:
+        """One quota field for every node: an n_nodes x resources array."""
+        return np.array([q.vector(field_name, resources, default) for q in self.quotas])
+
+    @property
+    def has_quotas(self) -> bool:
+        return any(q != NO_QUOTA for q in self.quotas)
 
     def requires_of(self, node: int) -> frozenset[str]:
         """Labels a task of ``node`` needs: its own and its ancestors'."""
@@ -157,9 +201,12 @@ class Hierarchy:
 
     @classmethod
     def from_edges(cls, nodes: Sequence[tuple[str, float]],
-                   requires: Mapping[str, frozenset[str]] | None = None) -> Hierarchy:
+                   requires: Mapping[str, frozenset[str]] | None = None,
+                   quotas: Mapping[str, Quota] | None = None,
+                   priorities: Mapping[str, int] | None = None) -> Hierarchy:
         """Build from ``(path, weight)`` pairs listed in pre-order (root
-        excluded), with the labels some nodes' tasks need (``requires``, by path)."""
+        excluded), with the labels some nodes' tasks need (``requires``), their
+        quotas and their priorities, each by path."""
         paths = [ROOT] + [p for p, _ in nodes]
         weights = np.array([1.0] + [float(w) for _, w in nodes])
         index = {p: i for i, p in enumerate(paths)}
@@ -187,6 +234,8 @@ class Hierarchy:
             depth=depth,
             _index=index,
             requires=tuple(frozenset((requires or {}).get(p, ())) for p in paths),
+            quotas=tuple((quotas or {}).get(p, NO_QUOTA) for p in paths),
+            priorities=tuple((priorities or {}).get(p, 0) for p in paths),
         )
 
     @classmethod
@@ -238,6 +287,8 @@ class Job:
     demand: np.ndarray  # per task, over the cluster's resources
     durations: np.ndarray  # one per task
     name: str = ""
+    #: Its priority (production schedulers: higher first; preempted last).
+    priority: int = 0
     #: A job (id) that must finish before this one is submitted: closed-loop
     #: arrivals, "each leaf runs its next job as soon as the previous one
     #: finishes" (H-DRF §5.2).  It then arrives at max(submit, that finish).

@@ -36,15 +36,17 @@ The hooks, in the order the simulator calls them (docs/extending.md):
      ``(task, beneficiary leaf)``; each beneficiary's next task starts in the
      room made, if it fits;
    * ``select()`` until it answers None; after each leaf it names,
-     ``server_for(leaf, demand)`` may name the server (None, the base's
-     answer: the placement rule picks it), the task starts there and
-     ``on_task_start(leaf, demand)`` follows at once (``view.last_server``
-     says where).
+     ``job_for(leaf)`` may name which of the leaf's pending jobs (None, the
+     base's answer: the first, FIFO), ``server_for(leaf, demand)`` may name
+     the server (None: the placement rule picks it), the task starts there
+     and ``on_task_start(leaf, demand)`` follows at once
+     (``view.last_server`` says where).
 
 A policy may change only its own state.  ``select`` must name a leaf with a
 pending task that fits (``view.pending(leaf) > 0`` and
-``view.fits(view.next_demand(leaf))``): the simulator stops the run with a
-PolicyError otherwise.  ``hierfair check`` runs the contract suite
+``view.fits(view.next_demand(leaf))``, or the demand of the job
+``job_for`` names): the simulator stops the run with a PolicyError
+otherwise.  ``hierfair check`` runs the contract suite
 (hierfair.experiment.contract) on any policy class.
 """
 
@@ -57,7 +59,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from hierfair.sim.model import Cluster, Job
+from hierfair.sim.model import Cluster, Hierarchy, Job
 from hierfair.sim.placement import Placement
 from hierfair.sim.view import JobTimes, PolicyView, RunningTask
 
@@ -92,6 +94,11 @@ class Policy(Protocol):
 
     def select(self) -> int | None:
         """The leaf whose next task should start now, or None to stop this round."""
+
+    def job_for(self, leaf: int) -> int | None:
+        """Which pending job of ``leaf`` starts a task (None: the first,
+        FIFO; production schedulers order by priority, or skip a head they
+        cannot admit)."""
 
     def server_for(self, leaf: int, demand: np.ndarray) -> int | None:
         """The server for the task :meth:`select` just named, or None to
@@ -128,12 +135,25 @@ class BasePolicy(Generic[P]):
     #: Whether :meth:`server_for` always names the server (the placement
     #: rule is then never asked, and a spec may not name one).
     places_tasks: ClassVar[bool] = False
+    #: Whether the policy defines a hierarchy weight of 0 (Kueue: "only what
+    #: the others leave"); the others divide by weights and refuse it.
+    zero_weights: ClassVar[bool] = False
+    #: Whether the policy works in admission cycles (Kueue): each call of
+    #: :meth:`preemptions` plans one cycle (its victims returned, its
+    #: admissions served by :meth:`select`), and the simulator runs cycles
+    #: at an instant until one neither preempts nor starts anything.
+    cycles: ClassVar[bool] = False
     params: P
     state: PolicyView
 
     @classmethod
     def check(cls, params: Any, cluster: Cluster) -> None:
         """Reject params that cannot work on this cluster (raise SpecError)."""
+
+    @classmethod
+    def check_hierarchy(cls, params: Any, hierarchy: Hierarchy) -> None:
+        """Reject params that cannot work on this hierarchy (raise SpecError:
+        e.g. per-queue settings naming a leaf the tree lacks)."""
 
     def make_index(self, cluster: Cluster, placement: Placement) -> Any:
         """The placement index this policy needs, or None for the usual
@@ -164,6 +184,12 @@ class BasePolicy(Generic[P]):
 
     def select(self) -> int | None:
         raise NotImplementedError
+
+    def job_for(self, leaf: int) -> int | None:
+        """The job of ``leaf`` whose task starts (one of
+        ``view.pending_jobs(leaf)``): None, the base's answer, starts the
+        first (FIFO by arrival)."""
+        return None
 
     def server_for(self, leaf: int, demand: np.ndarray) -> int | None:
         """The server for the task :meth:`select` just named: None lets the

@@ -34,7 +34,8 @@ class SimulationResult:
     def __init__(self, builders: Mapping[str, Callable[[], pd.DataFrame]], *,
                  resources: tuple[str, ...], makespan: float, workload_source: str,
                  wasted_work: float = 0.0, stopped_at: float | None = None,
-                 counts: Mapping[str, float] | None = None, schedule_digest: str = "") -> None:
+                 counts: Mapping[str, float] | None = None, schedule_digest: str = "",
+                 loop: str = "") -> None:
         self._builders = dict(builders)
         self.resources = resources
         self.makespan = makespan
@@ -48,6 +49,9 @@ class SimulationResult:
         #: what ran where and when (every task's server, start and finish),
         #: hashed: two runs with the same digest made the same schedule
         self.schedule_digest = schedule_digest
+        #: why the run stopped in a preemption loop ("": it did not;
+        #: hierfair.sim.loops), with ``stopped_at`` where
+        self.loop = loop
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         builders = self.__dict__.get("_builders", {})
@@ -59,7 +63,8 @@ class SimulationResult:
 
 
 def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple[str, ...],
-           source: str, wasted: float, stopped_at: float | None = None) -> SimulationResult:
+           source: str, wasted: float, stopped_at: float | None = None,
+           loop: str = "") -> SimulationResult:
     paths = np.array([shown(p) for p in hierarchy.paths], dtype=object)
     finish = np.frombuffer(ledger.finish, dtype=np.float64)
     done = finish[~np.isnan(finish)]
@@ -92,6 +97,7 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
         stopped_at=stopped_at,
         counts=_counts(ledger, rec),
         schedule_digest=_schedule_digest(ledger),
+        loop=loop,
     )
 
 
@@ -168,6 +174,11 @@ def _counts(ledger: Ledger, rec: Recorder) -> dict[str, float]:
         "tasks_unfinished": int(state.size - np.count_nonzero(state == FINISHED)),
         "tasks_waited": waited,
         "preemptions": len(rec.preemptions),
+        # churn: the most times one job was preempted, and when the last
+        # preemption was (after it, only arrivals and finishes move tasks)
+        "preemptions_max_job": max(ledger.job_preempted, default=0),
+        "last_preemption": (float(rec.preemptions.column("time")[-1])
+                            if len(rec.preemptions) else 0.0),
         "kills": int(np.count_nonzero(outcomes == OUTCOMES.index("killed"))),
         "task_failures": int(np.count_nonzero(outcomes == OUTCOMES.index("failed"))),
         "decisions": latency.size,

@@ -43,6 +43,14 @@ def named_server(policy: BasePolicy) -> Callable[[int, np.ndarray], int | None] 
     return getattr(policy, "server_for", None)
 
 
+def named_job(policy: BasePolicy) -> Callable[[int], int | None] | None:
+    """The policy's ``job_for``, or None where it is the base's (FIFO: the
+    call is skipped)."""
+    if getattr(type(policy), "job_for", None) is BasePolicy.job_for:
+        return None
+    return getattr(policy, "job_for", None)
+
+
 def takes(index: Any, server: int, demand: np.ndarray) -> bool:
     """Whether ``server`` may take a task of ``demand`` now: a server of the
     cluster, one the task may use (its constraint), with room for it."""

@@ -115,6 +115,13 @@ class TreeWalkPolicy(BasePolicy[P], Generic[P]):
         """Per-node score; the walk steps to the lowest.  Subclasses define it."""
         raise NotImplementedError
 
+    def walk_keys(self, demanding: np.ndarray, fits: np.ndarray,
+                  demand: np.ndarray) -> np.ndarray | list:
+        """Per node, what the walk compares (the lowest wins, the earlier
+        node on ties): the rounded score; a production scheduler's comparator
+        returns a tuple per node instead (tie-breaks of its own)."""
+        return np.round(self.scores(demanding, fits, demand), SCORE_DECIMALS)
+
     # -- the walk ------------------------------------------------------------
     def select(self) -> int | None:
         demanding, fits, demand = self.leaf_status()
@@ -125,7 +132,7 @@ class TreeWalkPolicy(BasePolicy[P], Generic[P]):
         schedulable = tree.any_below(fits & demanding)
         if self.skip_unschedulable and not schedulable[0]:
             return None
-        score = np.round(self.scores(demanding, fits, demand), SCORE_DECIMALS)
+        score = self.walk_keys(demanding, fits, demand)
         allowed = schedulable if self.skip_unschedulable else demanding
         node = 0
         children = tree.children

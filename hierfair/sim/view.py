@@ -140,6 +140,14 @@ class PolicyView:
         q = self._ledger.queues[leaf]
         return self._jobs[q[0]] if q else None
 
+    def pending_jobs(self, leaf: int) -> list[int]:
+        """The jobs of ``leaf`` with a pending task, in arrival order."""
+        return list(self._ledger.queues[leaf])
+
+    def job(self, job: int) -> Job:
+        """A job of the workload by id (its demand, priority, submit time)."""
+        return self._jobs[job]
+
     def next_demand(self, leaf: int) -> np.ndarray | None:
         """Demand vector of the task ``leaf`` would run next."""
         q = self._ledger.queues[leaf]

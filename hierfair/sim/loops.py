@@ -1,0 +1,77 @@
+"""Preemption loops: a run that would go round forever, found and stopped.
+
+Production schedulers have shipped such loops (Kueue #6774: two weight-0
+queues preempt each other for ever; docs/algorithms.md, "kueue").  A run is
+in a loop when the same tasks run and the same tasks wait, with the same work
+left, as at an earlier moment, preemptions happened in between, and nothing
+finished, arrived or failed since: the policy sees what it saw then and, being deterministic,
+will do what it did then, again and again.  (Under ``restart`` each round
+also throws the preempted work away, so no task ever finishes.)
+
+:class:`LoopWatch` keeps a fingerprint of that state at each moment with a
+preemption; the simulator asks it after every such moment (and after every
+round of preemptions within one instant, where a swap may repeat with no
+time passing) and stops the run with its one-line reason.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from hierfair.sim.ledger import Ledger
+from hierfair.sim.model import Hierarchy, shown
+
+
+#: Victims remembered for the message.
+_KEEP = 1000
+
+
+class Seen(NamedTuple):
+    time: float
+    preemptions: int
+
+
+class LoopWatch:
+    """Fingerprints of the run's state at preemptions since the last
+    progress (a task finished or a job arrived)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple, Seen] = {}
+        self._progress: tuple[int, int] = (-1, -1)
+        self._victims: list[int] = []  # the leaves preempted last, in order
+        #: The loop found, in one line ("" while none).
+        self.reason = ""
+        #: When it was found (None while none).
+        self.found_at: float | None = None
+
+    def preempted(self, leaf: int) -> None:
+        self._victims.append(leaf)
+        if len(self._victims) > 2 * _KEEP:  # only a loop's last round is named
+            del self._victims[:-_KEEP]
+
+    def check(self, ledger: Ledger, hierarchy: Hierarchy, now: float, arrived: int,
+              preempted: int) -> bool:
+        """Whether the state now repeats one seen after fewer preemptions
+        with no progress in between (then :attr:`reason` says so).
+        ``arrived`` counts arrivals and fault events (outages, failures):
+        whatever changes the run from outside the policy."""
+        progress = (ledger.unfinished, arrived)
+        if progress != self._progress:  # a finish or an arrival: all may change
+            self._seen.clear()
+            self._progress = progress
+        # the work left too: under checkpoints a repeat with less left is progress
+        state = (bytes(ledger.state), ledger.job_next.tobytes(), ledger.left.tobytes(),
+                 tuple((j, tuple(q)) for j, q in sorted(ledger.job_requeued.items()) if q))
+        before = self._seen.get(state)
+        if before is not None and preempted > before.preemptions:
+            leaves = ", ".join(dict.fromkeys(shown(hierarchy.paths[x])
+                                             for x in self._victims[-(preempted - before.preemptions):]))
+            self.reason = (f"preemption loop: at simulated time {now:g} the same tasks run and "
+                           f"wait as at {before.time:g}, after {preempted - before.preemptions} "
+                           f"preemption(s) (of {leaves}) with nothing finished or arrived; "
+                           "the run would never end, so it stops here")
+            self.found_at = now
+            return True
+        if before is None:
+            self._seen[state] = Seen(now, preempted)
+        return False
