@@ -38,12 +38,18 @@ from hierfair.algorithms.hdrf import (
     StaticHDRF,
 )
 from hierfair.algorithms.hdrf_fast import FastHDRF
+from hierfair.algorithms.kueue import Kueue
 from hierfair.algorithms.mch import MCH
+from hierfair.algorithms.mesos_drf import MesosDRF
 from hierfair.algorithms.pdrf import PDRF
 from hierfair.algorithms.per_server import PerServerDRF
 from hierfair.algorithms.psdsf import PSDSF
 from hierfair.algorithms.slots import Slots
 from hierfair.algorithms.tsf import TSF
+from hierfair.algorithms.volcano import VolcanoDRF
+from hierfair.algorithms.volcano_capacity import VolcanoCapacity
+from hierfair.algorithms.yarn_fair import YarnFair
+from hierfair.algorithms.yunikorn_fair import YuniKornFair
 from hierfair.errors import SpecError, did_you_mean, from_pydantic
 from hierfair.sim.policy import BasePolicy
 
@@ -70,6 +76,13 @@ ALGORITHMS: Mapping[str, type[BasePolicy]] = {
         TSF,
         PerServerDRF,
         PSDSF,
+        # the production schedulers as their code behaves (issue 29)
+        Kueue,
+        VolcanoDRF,
+        VolcanoCapacity,
+        YarnFair,
+        MesosDRF,
+        YuniKornFair,
     )
 }
 

@@ -45,8 +45,11 @@ CASES = {
                                "workload.jobs[0].demand", "fits on no server"),
     "duration list of wrong length": (spec_with(workload={"jobs": [_job(duration=[1, 2, 3])]}),
                                       "workload.jobs[0].duration", "(got 3)"),
+    # weight 0 is a shape the schema allows (Kueue defines it); drf refuses it
     "zero weight": (spec_with(hierarchy={"A": {"weight": 0}, "B": {}}), "hierarchy.A.weight",
-                    "greater than 0"),
+                    "drf (algorithms[0]) divides by weights"),
+    "negative weight": (spec_with(hierarchy={"A": {"weight": -1}, "B": {}}), "hierarchy.A.weight",
+                        "greater than or equal to 0"),
     "slash in node name": (spec_with(hierarchy={"A/B": {}}), "hierarchy.A/B", "'A/B'"),
     "resource without capacity": (
         spec_with(cluster={"resources": ["cpu", "gpu"], "servers": [{"capacity": {"cpu": 1}}]}),

@@ -33,7 +33,7 @@ def test_every_shipped_spec_fits_the_schema(path):
 
 # what the schema can see without the data (queues, fits and files need validate)
 SHAPE_ERRORS = ["unknown top-level key", "unknown nested key", "unknown algorithm",
-                "unknown algorithm param", "negative demand", "missing demand", "zero weight",
+                "unknown algorithm param", "negative demand", "missing demand", "negative weight",
                 "unknown workload kind", "unknown workload option", "bad full-binary levels"]
 
 

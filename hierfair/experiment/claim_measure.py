@@ -201,6 +201,9 @@ class _Measurer:
         if check.metric not in self.runs:
             raise SpecError("no such column in runs.parquet", where=f"{where}.metric",
                             value=check.metric)
+        if not pd.api.types.is_numeric_dtype(self.runs[check.metric]):
+            raise SpecError("not a number column of runs.parquet (a loop is `looped`, 0 or 1)",
+                            where=f"{where}.metric", value=check.metric)
         rows = self._rows(check, label, where)
         if check.relative_to is None and check.baseline_where is None:
             return _keyed(rows, rows[check.metric])

@@ -154,14 +154,14 @@ def zero_weight_problems(hierarchy: Hierarchy, algorithms: list[AlgorithmSpec]
     """A weight of 0 ("only what others leave", Kueue) runs only under the
     policies that define it (``zero_weights``); the others divide by it."""
     zero = [n for n in range(1, hierarchy.n_nodes) if hierarchy.weights[n] == 0]
-    if not zero:
+    refusing = [f"{algo.name} (algorithms[{i}])" for i, algo in enumerate(algorithms)
+                if not getattr(type(make_policy(algo.name, algo.params)), "zero_weights", False)]
+    if not zero or not refusing:
         return []
-    where = f"{_node_where(hierarchy, zero[0])}.weight"
-    return [SpecError(f"has a hierarchy weight of 0 at {where}, which it does not define; "
-                      "use a positive weight, or an algorithm that takes 0 (kueue)",
-                      where=f"algorithms[{i}].name", value=algo.name)
-            for i, algo in enumerate(algorithms)
-            if not getattr(type(make_policy(algo.name, algo.params)), "zero_weights", False)]
+    takes = sorted(name for name, cls in ALGORITHMS.items() if getattr(cls, "zero_weights", False))
+    return [SpecError(f"a weight of 0 is defined only by {', '.join(takes)}; "
+                      f"{', '.join(refusing)} divides by weights: give a positive weight",
+                      where=f"{_node_where(hierarchy, n)}.weight", value=0.0) for n in zero]
 
 
 def hierarchy_problems(hierarchy: Hierarchy, algorithms: list[AlgorithmSpec]

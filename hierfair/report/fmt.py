@@ -144,10 +144,16 @@ PAPERS = {
     "DRFH": "DRFH (Wang, Li, Liang, INFOCOM 2014)",
     "PS-DSF": "PS-DSF (Khamse-Ashari et al., arXiv 1611.00404)",
     "property audit": "the property audit (docs/properties.md)",
+    # production schedulers: their tests and bug reports (issue 29)
+    "KUEUE": "Kueue (kubernetes-sigs/kueue ff69552e)",
+    "VOLCANO": "Volcano (volcano-sh/volcano ed72c7c8)",
+    "YARN": "YARN FairScheduler (apache/hadoop)",
+    "MESOS": "Mesos DRF sorter (apache/mesos c1b42f79)",
+    "YUNIKORN": "YuniKorn (apache/yunikorn-core be3bb487)",
     "other": "other sources",
 }
-_PAPER = re.compile(r"""^\s*["'“(]*\s*(H-DRF|PDRF|DRFH|DRF|MCH|DFF|PS-DSF|property audit)\b""",
-                    re.IGNORECASE)
+_PAPER = re.compile(r"""^\s*["'“(]*\s*(H-DRF|PDRF|DRFH|DRF|MCH|DFF|PS-DSF|property audit|Kueue|"""
+                    r"""Volcano|YARN|Mesos|YuniKorn)\b""", re.IGNORECASE)
 
 
 def paper_of(source: str) -> str:

@@ -90,7 +90,7 @@ class Section:
 
 
 def render(root: Path, sections: list[Section], audit_md: str | None,
-           command: str) -> Path:
+           command: str, production: bool = False) -> Path:
     env = Environment(loader=PackageLoader("hierfair.report", "templates"),
                       autoescape=select_autoescape(["html", "j2"]))
     claims = [c for s in sections for c in s.claims]
@@ -115,6 +115,7 @@ def render(root: Path, sections: list[Section], audit_md: str | None,
         findings=findings(claims), finding_kinds=FINDING_KINDS,
         audit=Markup(markdown_html(audit_md)) if audit_md else None,
         sections=sections, n_figures=sum(len(s.figures) for s in sections),
+        production=production,
         n_tables=n_tables)
     out = root / "index.html"
     from hierfair.experiment.results import write_text

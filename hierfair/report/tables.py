@@ -30,6 +30,7 @@ from hierfair.experiment.verdict import NAMES
 from hierfair.report import html
 from hierfair.report.catalogue import catalogue_table, read_catalogue
 from hierfair.report.fmt import MISSING, Progress, num, numbers_in
+from hierfair.report.production import MARK, PAGE, write_production_page
 from hierfair.report.plots import CAPTIONS, draw
 from hierfair.report.summary import (
     FINDING_KINDS,
@@ -268,7 +269,8 @@ def _measured(c: dict) -> str:
 
 #: The files ``report`` writes in a results folder, and the mark each carries:
 #: one without it is the user's, and is never overwritten (issue 26).
-OURS = {"README.md": "# hierfair reports\n", "index.html": "<title>hierfair report</title>"}
+OURS = {"README.md": "# hierfair reports\n", "index.html": "<title>hierfair report</title>",
+        PAGE: MARK}
 
 
 #: The columns every runs.parquet of `hierfair run` has.
@@ -334,11 +336,15 @@ def write_report(root: Path, catalogue: Path | None = None) -> Path:
         pages.append(html.section(folder, exp, runs, figures, CAPTIONS,
                                   separation_warning(folder, runs), seed_table(runs), claims))
         tables.step(folder.name)
+    production = write_production_page(root) is not None
+    if production:
+        parts += ["", "The production schedulers beside H-DRF, question by question: "
+                  "[production.html](production.html).", ""]
     out = root / "README.md"
     write_text("\n".join(parts), out)
     html.render(root, pages,
                 _rebased(audit.read_text(), audit.parent.name) if audit.exists() else None,
-                f"hierfair report {root}")
+                f"hierfair report {root}", production=production)
     return out
 
 

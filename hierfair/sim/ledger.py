@@ -205,3 +205,13 @@ class Ledger:
         """A copy of a per-task or per-job column as numpy."""
         col = getattr(self, name)
         return np.frombuffer(col, dtype=np.int64 if col.typecode == "q" else np.float64).copy()
+
+    def placements(self, n_resources: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The running tasks' leaves, servers and demands (one row a task)."""
+        server, job = self.column("server"), self.column("task_job")
+        tasks = self.running_tasks()
+        jobs = [self.jobs[job[t]] for t in tasks]
+        return (np.array([j.leaf for j in jobs], dtype=np.int64),
+                np.array([server[t] for t in tasks], dtype=np.int64),
+                np.array([np.asarray(j.demand) for j in jobs],
+                         dtype=np.float64).reshape(len(tasks), n_resources))

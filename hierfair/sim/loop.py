@@ -23,17 +23,22 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from operator import truediv
 from time import monotonic, perf_counter_ns
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from hierfair.errors import PolicyError
 from hierfair.sim.events import ARRIVAL, DOWN, FINISH, TASK_FAIL, UP, Event, Faults
 from hierfair.sim.ledger import FINISHED, PENDING, RUNNING, Ledger
-from hierfair.sim.loops import LoopWatch
+from hierfair.sim.loops import (  # noqa: F401 - re-exported
+    MAX_ATTEMPTS,
+    Interruptions,
+    Livelock,
+    LoopWatch,
+    RunTimeout,
+)
 from hierfair.sim.model import Cluster, Hierarchy, Job, Workload, shown
 from hierfair.sim.placement import Index, Placement, ServerIndex
 from hierfair.sim.policy import BasePolicy
@@ -44,32 +49,9 @@ from hierfair.sim.usage import NodeUsage
 from hierfair.sim.view import PolicyView
 
 
-class RunTimeout(Exception):
-    """The run passed its wall-clock deadline (``Simulator(deadline=...)``)."""
-
-
 #: Spawn key of the policy's random stream (PolicyView.rng): a spawn key,
 #: not more entropy, so that no seed list of the faults' draws gives its stream.
 _POLICY_STREAM = 0x9011C7
-
-
-class Livelock(RuntimeError):
-    """A task was stopped :data:`MAX_ATTEMPTS` times without finishing: the
-    run would never end (a policy that preempts faster than work completes,
-    e.g. PDRF with a small threshold; docs/algorithms.md, "pdrf")."""
-
-
-#: Attempts of one task after which a run is declared livelocked.  Outages
-#: and failures stop a task a few times; a thousand is a loop.
-MAX_ATTEMPTS = 1000
-
-
-@dataclass(frozen=True)
-class Interruptions:
-    """What happens to a task that stops before finishing."""
-
-    mode: Literal["restart", "checkpoint"] = "restart"
-    overhead: float = 0.0  # checkpoint: seconds added to resume
 
 
 class Simulator:
@@ -421,13 +403,7 @@ class Simulator:
 
     def placements(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The running tasks' leaves, servers and demands (one row a task)."""
-        server, job = self._ledger.column("server"), self._ledger.column("task_job")
-        tasks = self._ledger.running_tasks()
-        jobs = [self._jobs[job[t]] for t in tasks]
-        return (np.array([j.leaf for j in jobs], dtype=np.int64),
-                np.array([server[t] for t in tasks], dtype=np.int64),
-                np.array([np.asarray(j.demand) for j in jobs],
-                         dtype=np.float64).reshape(len(tasks), self.cluster.n_resources))
+        return self._ledger.placements(self.cluster.n_resources)
 
     def result(self) -> SimulationResult:
         return tables(self._ledger, self._rec, self.hierarchy, self.cluster.resources,

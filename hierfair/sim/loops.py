@@ -1,4 +1,8 @@
-"""Preemption loops: a run that would go round forever, found and stopped.
+"""What stops a run early: a preemption loop (found here and stopped), a
+task stopped too often (:class:`Livelock`), the wall-clock deadline
+(:class:`RunTimeout`); and what a stopped task loses (:class:`Interruptions`).
+
+Preemption loops: a run that would go round forever, found and stopped.
 
 Production schedulers have shipped such loops (Kueue #6774: two weight-0
 queues preempt each other for ever; docs/algorithms.md, "kueue").  A run is
@@ -16,10 +20,34 @@ time passing) and stops the run with its one-line reason.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
 
 from hierfair.sim.ledger import Ledger
 from hierfair.sim.model import Hierarchy, shown
+
+
+class RunTimeout(Exception):
+    """The run passed its wall-clock deadline (``Simulator(deadline=...)``)."""
+
+
+class Livelock(RuntimeError):
+    """A task was stopped :data:`MAX_ATTEMPTS` times without finishing: the
+    run would never end (a policy that preempts faster than work completes,
+    e.g. PDRF with a small threshold; docs/algorithms.md, "pdrf")."""
+
+
+#: Attempts of one task after which a run is declared livelocked.  Outages
+#: and failures stop a task a few times; a thousand is a loop.
+MAX_ATTEMPTS = 1000
+
+
+@dataclass(frozen=True)
+class Interruptions:
+    """What happens to a task that stops before finishing."""
+
+    mode: Literal["restart", "checkpoint"] = "restart"
+    overhead: float = 0.0  # checkpoint: seconds added to resume
 
 
 #: Victims remembered for the message.

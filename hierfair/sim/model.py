@@ -19,7 +19,7 @@ demand vector; each task has its own duration.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -191,6 +191,31 @@ class Hierarchy:
     @property
     def has_quotas(self) -> bool:
         return any(q != NO_QUOTA for q in self.quotas)
+
+    def weighted_shares(self) -> np.ndarray:
+        """Each node's share of the cluster by weights alone: the root's is 1,
+        a child's its parent's times its weight over its siblings' (the
+        hierarchical share guarantee, H-DRF §2.1)."""
+        share = np.ones(self.n_nodes)
+        for node, kids in enumerate(self.children):
+            total = sum(float(self.weights[k]) for k in kids)
+            for k in kids:
+                share[k] = share[node] * float(self.weights[k]) / total if total else 0.0
+        return share
+
+    def with_implied_quotas(self, resources: Sequence[str], total: np.ndarray) -> Hierarchy:
+        """This tree if it gives any quota; else, for the policies that read
+        quotas, what its weights promise: every node's weighted share of the
+        cluster as its ``guaranteed``, and the leaves' as their ``nominal``
+        (so a tree written for the paper schedulers compares as it is)."""
+        if self.has_quotas:
+            return self
+        quotas = []
+        for node, share in enumerate(self.weighted_shares().tolist()):
+            amounts = {r: share * float(t) for r, t in zip(resources, total.tolist())}
+            quotas.append(Quota(nominal=amounts if self.is_leaf(node) else {},
+                                guaranteed=amounts))
+        return replace(self, quotas=tuple(quotas))
 
     def requires_of(self, node: int) -> frozenset[str]:
         """Labels a task of ``node`` needs: its own and its ancestors'."""
