@@ -150,7 +150,8 @@ class Kueue(BasePolicy[KueueParams]):
         return None
 
     def job_for(self, leaf: int) -> int | None:
-        return self._job
+        # only for the leaf select() just named (the simulator may ask of another)
+        return self._job if self._job in self.state.pending_jobs(leaf) else None
 
     def preemptions(self) -> list[tuple[int, int]]:
         """One admission cycle: its victims now, its admissions through select()."""
@@ -198,9 +199,10 @@ class Kueue(BasePolicy[KueueParams]):
                 # RecomputeAssignmentUponPreemptionTargetsOverlap: nominate again
                 # with the victims already claimed gone
                 without = self._without(snapshot, preempted.values())
-                nom = self._nominate(head, without)
+                nom = self._nominate(head, without, claimed=set(preempted))
                 if nom.mode == "fit":  # DeferredFit: its quota is held, admitted later
                     snapshot[head.leaf] += head.request
+                    self._sticky[head.leaf] = head.job  # requeued as PendingPreemption
                     continue
             if nom.mode == "nofit" or (nom.mode == "preempt" and not nom.targets):
                 self._park(head, snapshot, nom)
@@ -241,7 +243,8 @@ class Kueue(BasePolicy[KueueParams]):
                 0.0, np.minimum(head.request, nominal - u[head.leaf])))
 
     # -- nomination ---------------------------------------------------------------------
-    def _nominate(self, head: Head, cq_usage: np.ndarray) -> Nomination:
+    def _nominate(self, head: Head, cq_usage: np.ndarray,
+                  claimed: frozenset[int] | set[int] = frozenset()) -> Nomination:
         """Fit, preempt (with victims, maybe none) or no fit, per resource
         (``fitsResourceQuota``); the worst resource decides."""
         tree, leaf, request = self.tree, head.leaf, head.request
@@ -267,7 +270,8 @@ class Kueue(BasePolicy[KueueParams]):
             return Nomination("fit")
         preemptor = Preemptor(leaf, request, head.priority, head.submit, tuple(short))
         return Nomination("preempt", tuple(fair_preemptions(
-            tree, cq_usage, preemptor, self._candidates(preemptor, u), self.params.strategies,
+            tree, cq_usage, preemptor, self._candidates(preemptor, u, claimed),
+            self.params.strategies,
             self.params.preempt_within_nominal, self._ratio)))
 
     def _may_reclaim(self, leaf: int, u: np.ndarray, request: np.ndarray) -> bool:
@@ -276,15 +280,19 @@ class Kueue(BasePolicy[KueueParams]):
         return any(not self.tree.borrowing_with(n, u, request)
                    for n in reversed(self.tree.paths[leaf][1:]))
 
-    def _candidates(self, p: Preemptor, u: np.ndarray) -> list[Candidate]:
+    def _candidates(self, p: Preemptor, u: np.ndarray,
+                    claimed: frozenset[int] | set[int] = frozenset()) -> list[Candidate]:
         """``findCandidates``: admitted workloads of the preemptor's CQ its
         ``within_cluster_queue`` allows, and of CQs borrowing a resource it
-        needs that its ``reclaim_within_cohort`` allows."""
+        needs that its ``reclaim_within_cohort`` allows; not those already
+        claimed as victims in this cycle (out of the snapshot)."""
         state, tree = self.state, self.tree
         policy = self._policy[p.leaf]
         need = list(p.resources)
         out = []
         for rank, task in enumerate(state.running_tasks()):  # earliest started first
+            if task in claimed:
+                continue
             job, leaf, _, demand, start = state.task_info(task)
             if not np.any(np.asarray(demand)[need] > 0):
                 continue

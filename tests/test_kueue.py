@@ -136,6 +136,7 @@ def test_the_loop_before_pr_6925_is_found_and_stopped():
     # after the fix: one preemption, no loop, and the run goes on to its end
     _, fixed = run_spec("prod-k3-kueue-zero-weight", "kueue")
     assert fixed.loop == "" and fixed.counts["preemptions"] == 1
+    assert list(fixed.preemptions["job"]) == [1]  # wlA2 (priority 100), not wlA1 (9001)
 
 
 def test_victims_are_the_ones_upstream_names():
@@ -179,3 +180,32 @@ def test_quota_and_per_queue_settings_are_checked():
     with pytest.raises(SpecError, match=r"^algorithms\[0\]\.params\.preemption\.c: no such "
                                         r"ClusterQueue"):
         build_experiment(data)
+
+
+@pytest.mark.parametrize("weight", [1e-9, 1.0, 300.0, 1e7, 1e9])
+def test_extreme_weights_keep_the_one_preemption(weight):
+    # Kueue #6774 was reproduced "with weights of 10 million, where rounding
+    # keeps weightedShare constant"; in float64 (since PR #6925) the shares
+    # at any weight from 1e-9 to 1e9 still order 500 before 1000: wlB1
+    # evicts wlA2 once and the queues settle at 1 and 1
+    exp = load_spec(EXPERIMENTS / "prod-k3-kueue-zero-weight.yaml")
+    data = exp.spec.model_dump(mode="json")
+    for q in data["hierarchy"]["top-cohort"]["children"].values():
+        q["weight"] = weight
+    data["algorithms"] = [data["algorithms"][0]]
+    data.pop("claims")
+    exp = build_experiment(data)
+    result = exp.simulate(exp.spec.algorithms[0], 0)
+    assert result.loop == "" and result.counts["preemptions"] == 1
+    assert list(result.preemptions["victim"]) == ["top-cohort/best-effort-cq-a"]
+
+
+def test_a_policy_that_reads_the_clock_is_not_taken_for_a_loop():
+    # PDRF (p = 1) repeats its running and waiting sets at different times
+    # while its thresholds move with the clock: a state repeated at a later
+    # time is not a loop (only one instant is compared); this run finishes
+    exp = load_spec(EXPERIMENTS / "hogs-and-mice.yaml")
+    algo = next(a for a in exp.spec.algorithms if a.display == "pdrf-p1")
+    result = exp.simulate(algo, 5)
+    assert result.loop == "" and result.stopped_at is None
+    assert result.counts["tasks_unfinished"] == 0 and result.counts["preemptions"] == 487

@@ -27,7 +27,7 @@ from hierfair.experiment.claim_spec import CheckSpec
 from hierfair.experiment.detail import detail_table
 from hierfair.experiment.improvement import improvement_between
 from hierfair.experiment.probe import Probe
-from hierfair.experiment.runs_table import ENDED
+from hierfair.experiment.runs_table import ENDED, LOOP_COLUMNS
 from hierfair.experiment.properties import PROPERTIES
 from hierfair.experiment.spec import Experiment
 from hierfair.experiment.stats import Sample, time_statistic
@@ -80,7 +80,7 @@ class _Measurer:
                  allocations: pd.DataFrame | None, folder: Path | None = None) -> None:
         self.exp = exp
         self.all_runs = runs
-        self.runs = runs[runs["status"].isin(ENDED)]
+        self.runs = runs[runs["status"].isin(ENDED)]  # loop runs: see _ended
         self.allocations = allocations
         self.folder = folder
         #: the claim being measured states a theorem about divisible resources
@@ -176,7 +176,7 @@ class _Measurer:
     def _failed(self, check: CheckSpec, label: str, where: str) -> str:
         """Why runs this check needs did not finish ("" when they all did)."""
         rows = self._rows(check, label, where, self.all_runs)
-        bad = rows[~rows["status"].isin(ENDED)]
+        bad = rows[~rows["status"].isin(_ended(check))]
         if not len(bad):
             return ""
         kinds = ", ".join(sorted(set(bad["status"])))
@@ -184,7 +184,8 @@ class _Measurer:
 
     def _rows(self, check: CheckSpec, label: str, where: str,
               runs: pd.DataFrame | None = None) -> pd.DataFrame:
-        runs = self.runs if runs is None else runs
+        if runs is None:
+            runs = self.runs[self.runs["status"].isin(_ended(check))]
         rows = runs[runs["label"] == label]
         for column, value in check.where.items():
             if column not in runs:
@@ -332,3 +333,9 @@ def _without(exp: Experiment, leaves: list[str]) -> Experiment:
     clone = replace(exp, _workloads={})
     clone._workloads[exp.spec.seed_list[0]] = kept
     return clone
+
+
+def _ended(check: CheckSpec) -> tuple[str, ...]:
+    """The run statuses a check may measure: a run stopped in a preemption
+    loop only for the churn columns (the rest describe a run cut short)."""
+    return ENDED if check.metric in LOOP_COLUMNS else ("ok",)

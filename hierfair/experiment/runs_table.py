@@ -22,6 +22,10 @@ from hierfair.experiment.results import write_parquet
 #: ``loop`` (stopped in a preemption loop, hierfair.sim.loops: a finding, its
 #: tables kept to the stop).  Every other status is a run that did not finish.
 ENDED = ("ok", "loop")
+#: The columns a claim may read of a ``loop`` run (cut short: its waits,
+#: utilisation and allocations describe only the time to the loop).
+LOOP_COLUMNS = frozenset({"looped", "preemptions", "preemptions_max_job", "last_preemption",
+                          "stopped_at"})
 
 _FIRST = ("run", "run_index", "spec", "spec_hash", "algorithm", "label", "params", "seed",
           "run_seed", "grid_point", "overrides")

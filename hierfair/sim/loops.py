@@ -6,20 +6,27 @@ Preemption loops: a run that would go round forever, found and stopped.
 
 Production schedulers have shipped such loops (Kueue #6774: two weight-0
 queues preempt each other for ever; docs/algorithms.md, "kueue").  A run is
-in a loop when the same tasks run and the same tasks wait, with the same work
-left, as at an earlier moment, preemptions happened in between, and nothing
-finished, arrived or failed since: the policy sees what it saw then and, being deterministic,
+in a loop when, within one instant, the same tasks run and the same tasks
+wait, with the same work left, as after an earlier round of preemptions,
+and nothing finished, arrived or failed since -- no time has passed, so
+nothing a policy reads has changed: the policy sees what it saw then and, being deterministic,
 will do what it did then, again and again.  (Under ``restart`` each round
 also throws the preempted work away, so no task ever finishes.)
 
-:class:`LoopWatch` keeps a fingerprint of that state at each moment with a
-preemption; the simulator asks it after every such moment (and after every
-round of preemptions within one instant, where a swap may repeat with no
-time passing) and stops the run with its one-line reason.
+:class:`LoopWatch` keeps a digest of that state after each round of
+preemptions within the instant; the simulator asks it after every round and
+stops the run with its one-line reason.  States at different times are
+never compared: a policy may read the clock (PDRF's thresholds, task ages),
+so a repeat at a later time is not a loop -- a loop that spans time
+(an eviction latency, not modelled) would not be caught here; a task stopped
+:data:`MAX_ATTEMPTS` times still ends the run as a :class:`Livelock`.
+Under ``checkpoint`` with an overhead the work left grows with every swap,
+so a same-instant swap loop ends as a Livelock, not here.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -64,8 +71,8 @@ class LoopWatch:
     progress (a task finished or a job arrived)."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple, Seen] = {}
-        self._progress: tuple[int, int] = (-1, -1)
+        self._seen: dict[bytes, Seen] = {}
+        self._progress: tuple[float, int, int] = (-1.0, -1, -1)
         self._victims: list[int] = []  # the leaves preempted last, in order
         #: The loop found, in one line ("" while none).
         self.reason = ""
@@ -83,13 +90,16 @@ class LoopWatch:
         with no progress in between (then :attr:`reason` says so).
         ``arrived`` counts arrivals and fault events (outages, failures):
         whatever changes the run from outside the policy."""
-        progress = (ledger.unfinished, arrived)
-        if progress != self._progress:  # a finish or an arrival: all may change
+        progress = (now, ledger.unfinished, arrived)
+        if progress != self._progress:  # time moved, a finish, an arrival: all may change
             self._seen.clear()
             self._progress = progress
-        # the work left too: under checkpoints a repeat with less left is progress
-        state = (bytes(ledger.state), ledger.job_next.tobytes(), ledger.left.tobytes(),
-                 tuple((j, tuple(q)) for j, q in sorted(ledger.job_requeued.items()) if q))
+        # the work left too: under checkpoints a repeat with less left is progress;
+        # a digest, not the bytes: a state is O(tasks)
+        state = hashlib.blake2b(b"".join((
+            bytes(ledger.state), ledger.job_next.tobytes(), ledger.left.tobytes(),
+            repr(sorted((j, tuple(q)) for j, q in ledger.job_requeued.items() if q)).encode(),
+        )), digest_size=16).digest()
         before = self._seen.get(state)
         if before is not None and preempted > before.preemptions:
             leaves = ", ".join(dict.fromkeys(shown(hierarchy.paths[x])
