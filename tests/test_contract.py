@@ -90,7 +90,7 @@ def test_check_passes_a_good_policy_and_names_what_a_bad_one_breaks(tmp_path, ca
     monkeypatch.delitem(sys.modules, "lazy_policy", raising=False)
     monkeypatch.syspath_prepend(str(tmp_path))
     assert main(["check", "drf"]) == 0
-    assert "drf: 9 of 9 checks passed" in capsys.readouterr().err
+    assert "drf: 12 of 12 checks passed" in capsys.readouterr().err
     assert main(["check", "lazy_policy:Lazy"]) == 1
     out, err = capsys.readouterr()
     assert "failed finishes every task on one server, two leaves" in out

@@ -31,8 +31,18 @@ SLOTS = "slots-4"
 FINER = 10
 
 
+#: The production schedulers as coded (issue 29) are audited on request
+#: (``--algorithms kueue ...``, ``make audit-production``), not by default:
+#: their reference implementations are slow per decision and they violate
+#: most properties, so at make reproduce's 60 instances they took the audit
+#: (and its shrinking of violations) past the 30-minute budget.
+PRODUCTION = ("kueue", "volcano", "volcano-capacity", "yarn-fair", "mesos-drf",
+              "yunikorn-fair")
+
+
 def default_algorithms() -> list[str]:
-    return [SLOTS if name == "slots-k" else name for name in ALGORITHMS]
+    return [SLOTS if name == "slots-k" else name for name in ALGORITHMS
+            if name not in PRODUCTION]
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,24 @@ SPECS: dict[str, dict[str, Any]] = {
             {"queue": "n2/n21", "tasks": 10, "demand": {"cpu": 1, "mem": 1},
              "duration": [4, 9] * 5, "submit": 1}]},
     },
+    # what the production schedulers read: quotas, priorities (job_for picks
+    # among a leaf's jobs), a higher-priority job arriving at a full cluster
+    "quotas, priorities, a late high-priority job": {
+        "name": "contract-quotas",
+        "cluster": {"resources": ["cpu", "mem"], "servers": [
+            {"count": 2, "capacity": {"cpu": 4, "mem": 4}}]},
+        "hierarchy": {
+            "c": {"quota": {"nominal": {"cpu": 2, "mem": 2}}, "children": {
+                "a": {"quota": {"nominal": {"cpu": 3, "mem": 3}, "guaranteed": {"cpu": 3}}},
+                "b": {"priority": 1, "quota": {"nominal": {"cpu": 3, "mem": 3},
+                                               "borrowing_limit": {"cpu": 1}}}}}},
+        "workload": {"jobs": [
+            {"queue": "c/a", "tasks": 7, "demand": {"cpu": 1, "mem": 1}, "duration": 6},
+            {"queue": "c/b", "tasks": 3, "demand": {"cpu": 1, "mem": 0.5}, "duration": 4,
+             "submit": 2},
+            {"queue": "c/a", "tasks": 2, "demand": {"cpu": 1, "mem": 1}, "duration": 3,
+             "submit": 2, "priority": 9}]},
+    },
 }
 
 
