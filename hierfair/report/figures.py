@@ -218,6 +218,7 @@ def plot_shares(folder: Path) -> Path | None:
     data = data[data["run"].isin(first["run"])] if len(data) else data
     if data.empty:
         return None
+    data = _held_to_end(data, first)
     data["label"] = data["run"].map(first.set_index("run")["label"])  # older folders: no tags
     data["grid"] = data["run"].map(first.set_index("run")["grid"])
     sns.set_theme(style="whitegrid", context="notebook")
@@ -240,6 +241,20 @@ def plot_shares(folder: Path) -> Path | None:
              + (f"; one {across} per grid point{', ' + note if note else ''}"
                 if faceted else "") + ")")
     return save(grid.figure, folder / "shares.png")
+
+
+def _held_to_end(data: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Each (run, path) step series held to its run's end (the last finish,
+    or where a run with work left was stopped): a share that never changed
+    is a line, not a point."""
+    ends = runs.set_index("run")["makespan"].astype(float)
+    if "stopped_at" in runs:
+        ends = np.fmax(ends, runs.set_index("run")["stopped_at"].astype(float))
+    last = data.sort_values("time").groupby(["run", "path"], sort=False).tail(1).copy()
+    last["time"] = last["run"].map(ends)
+    last = last[last["time"] > data.groupby(["run", "path"])["time"].transform("max")
+                .loc[last.index]]
+    return pd.concat([data, last], ignore_index=True) if len(last) else data
 
 
 #: Improvements below this are drawn at the left edge (a job can finish many

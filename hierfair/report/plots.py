@@ -50,8 +50,11 @@ def _lowest_seed(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _steps(times: np.ndarray, values: np.ndarray, end: float) -> tuple[np.ndarray, np.ndarray]:
-    """A step series on at most MAX_POINTS instants (the value holding at each)."""
+    """A step series on at most MAX_POINTS instants (the value holding at
+    each), held to ``end`` (a value that never changed is a line, not a point)."""
     if len(times) <= MAX_POINTS:
+        if len(times) and times[-1] < end:
+            return np.append(times, end), np.append(values, values[-1])
         return times, values
     grid = np.linspace(times[0], end, MAX_POINTS)
     return grid, values[np.searchsorted(times, grid, side="right") - 1]
@@ -80,7 +83,10 @@ def plot_utilization(folder: Path) -> Path | None:
         return None
     frames = []
     for run, part in util.groupby("run", sort=False):
-        end = float(first.loc[first["run"] == run, "makespan"].iloc[0])
+        row = first.loc[first["run"] == run].iloc[0]
+        # to the last finish, or to where a run with work left was stopped
+        end = float(row["makespan"]) if row.get("stopped_at") != row.get("stopped_at") \
+            or "stopped_at" not in row else max(float(row["makespan"]), float(row["stopped_at"]))
         for r in resources:
             t, v = _steps(part["time"].to_numpy(float), part[r].to_numpy(float), end)
             frames.append(pd.DataFrame({"time": t, "in use": v, "resource": r,
