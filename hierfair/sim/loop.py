@@ -73,6 +73,7 @@ class Simulator:
         #: the policy's own choice of server, if it makes one (None: placement's)
         self._server_for = named_server(policy)
         self._job_for = named_job(policy)  # the policy's choice of job (None: FIFO)
+        self._cycles = bool(getattr(policy, "cycles", False))  # read once, not per instant
         self._usage = NodeUsage(hierarchy, cluster.n_resources)
         self._rec = Recorder(cluster.resources)
         self._mode = interruptions or Interruptions()
@@ -327,7 +328,7 @@ class Simulator:
         room made (a preemption is a swap, or the room could go to someone
         else and the policy would ask again forever); then place tasks until
         the policy says stop; repeat while it keeps asking (bounded)."""
-        cycles = getattr(self.policy, "cycles", False)
+        cycles = self._cycles
         for _ in range((4 if cycles else 1) * (self._ledger.n_tasks + 1)):
             t0 = perf_counter_ns()
             requests = self.policy.preemptions()
