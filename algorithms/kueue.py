@@ -32,7 +32,9 @@ does nothing, ``cycles``):
    is admitted in a later cycle), parked if neither.
 
 A workload here is one task of a job (the job's tasks are alike: same
-priority and creation time); evictions complete at once.  A tree without
+priority and creation time).  An eviction completes after the run's (or
+the job's) ``eviction_latency``; until then the victim holds its quota and
+is a candidate taken first at no cost ("already evicted").  A tree without
 quotas gets what its weights promise (``Hierarchy.with_implied_quotas``:
 each leaf's weighted share of the cluster as its nominal quota); capacity no
 nominal quota accounts for is the root cohort's own.
@@ -86,6 +88,11 @@ class KueueParams(Strict):
     #: How two zero-weight borrowers compare: by their unweighted ratio (since
     #: PR #6925), or as equal (before it: both MaxInt; the loop of #6774).
     zero_weight_ties: Literal["ratio", "equal"] = "ratio"
+    #: Feature gate PrioritizePreemptorWorkloads (0.20, alpha, off by
+    #: default; Kueue #13662): a preemptor waiting for its victims' evictions
+    #: wins the tournament and keeps its quota reserved, so a workload
+    #: evicted earlier cannot be readmitted in the gap.
+    prioritize_preemptors: bool = False
 
 
 class Head(NamedTuple):
@@ -158,7 +165,8 @@ class Kueue(BasePolicy[KueueParams]):
         self._admit.clear()
         admit, victims = self._cycle()
         self._admit.extend(admit)
-        return [(c.task, -1) for c in victims]
+        evicting = self.state.evicting
+        return [(c.task, -1) for c in victims if not evicting(c.task)]  # in flight: issued
 
     # -- one cycle ---------------------------------------------------------------------
     def _usage(self) -> np.ndarray:
@@ -235,7 +243,9 @@ class Kueue(BasePolicy[KueueParams]):
         quota; one that found none keeps its quota reserved in this cycle
         unless its CQ may reclaim from anyone (``reserveCapacityForUnreclaimablePreempt``)."""
         self._inadmissible.add(head.job)
-        if nom.mode == "preempt" and self._policy[head.leaf].reclaim_within_cohort != "Any":
+        waiting = self.params.prioritize_preemptors and self._sticky.get(head.leaf) == head.job
+        if nom.mode == "preempt" and (self._policy[head.leaf].reclaim_within_cohort != "Any"
+                                      or waiting):
             u = self.tree.usage(snapshot)
             nominal = self.tree.nominal[head.leaf]
             borrowing = self.tree.borrowing_with(head.leaf, u, head.request)
@@ -297,7 +307,8 @@ class Kueue(BasePolicy[KueueParams]):
             if not np.any(np.asarray(demand)[need] > 0):
                 continue
             j = state.job(job)
-            c = Candidate(task, leaf, j.priority, start, np.asarray(demand, dtype=float), rank)
+            c = Candidate(task, leaf, j.priority, start, np.asarray(demand, dtype=float), rank,
+                          state.evicting(task))
             if leaf == p.leaf:
                 ok = satisfies(policy.within_cluster_queue, c, p, j.submit)
             else:
@@ -321,7 +332,12 @@ class Kueue(BasePolicy[KueueParams]):
             for depth in range(len(path) - 1):  # the DRS of each cohort's child on the path
                 drs[(path[depth], leaf)] = tree.drs(path[depth + 1], total)
 
+        sticky = self._sticky if self.params.prioritize_preemptors else {}
+
         def less(a: Head, b: Head, cohort: int) -> bool:
+            pa, pb = sticky.get(a.leaf) == a.job, sticky.get(b.leaf) == b.job
+            if pa != pb:  # PrioritizePreemptorWorkloads: a waiting preemptor first
+                return pa
             da, db = drs[(cohort, a.leaf)], drs[(cohort, b.leaf)]
             if self.params.prioritize_non_borrowing:
                 ba = bool(da.borrowed & set(np.flatnonzero(a.request > 0).tolist()))

@@ -44,6 +44,8 @@ class Candidate(NamedTuple):
     demand: np.ndarray
     #: its place in the order tasks were started (later: larger)
     started: int
+    #: its eviction is in flight (``preemption.eviction_latency``)
+    evicting: bool = False
 
 
 class Preemptor(NamedTuple):
@@ -72,12 +74,12 @@ def satisfies(policy: str, candidate: Candidate, preemptor: Preemptor, submit: f
 
 
 def ordering(c: Candidate, preemptor_leaf: int) -> tuple:
-    """``CandidatesOrdering`` (try first = smallest): another CQ's before
+    """``CandidatesOrdering`` (try first = smallest): already evicted (its
+    eviction in flight: taking it again costs nothing), another CQ's before
     the preemptor's own, lower priority, more recently admitted.  Kueue's
     admission times have 1-s resolution and then its random UIDs decide;
-    here the later admitted goes first, by start order.  (Evictions
-    complete at once here, so rule 1, "already evicted first", never applies.)"""
-    return (c.leaf == preemptor_leaf, c.priority, -c.start, -c.started)
+    here the later admitted goes first, by start order."""
+    return (not c.evicting, c.leaf == preemptor_leaf, c.priority, -c.start, -c.started)
 
 
 class FairPreemption:

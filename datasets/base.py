@@ -59,6 +59,8 @@ class RawJob:
     requires: frozenset[str] = frozenset()
     #: its priority (production schedulers: higher first, preempted last)
     priority: int = 0
+    #: seconds its preempted tasks hold their servers (None: the spec's)
+    eviction_latency: float | None = None
 
 
 def search_dirs(ctx: BuildContext) -> list[Path]:
@@ -194,11 +196,13 @@ def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
         if bad.any():
             raise SpecError(f"a task duration must be in (0, {MAX_TIME:g}] seconds",
                             where=f"{r.where}.duration", value=float(durations[bad][0]))
-        jobs.append((float(r.submit), leaf, demand, durations, r.name, r.priority))
+        jobs.append((float(r.submit), leaf, demand, durations, r.name, r.priority,
+                     r.eviction_latency))
     order = sorted(range(len(jobs)), key=lambda i: jobs[i][0])  # stable: listed order on ties
     return Workload(
         jobs=tuple(Job(id=k, leaf=jobs[i][1], submit=jobs[i][0], demand=jobs[i][2],
-                       durations=jobs[i][3], name=jobs[i][4], priority=jobs[i][5])
+                       durations=jobs[i][3], name=jobs[i][4], priority=jobs[i][5],
+                       eviction_latency=jobs[i][6])
                    for k, i in enumerate(order)),
         source=source, inputs=inputs, notes=tuple(notes), skipped_lines=skipped_lines,
     )

@@ -14,9 +14,9 @@ task; ``submit`` defaults to 0.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import Field, PositiveInt, model_serializer
 
 from hierfair.datasets.base import BuildContext, RawJob, finalize
 from hierfair.errors import SpecError
@@ -36,6 +36,18 @@ class JobSpec(Strict):
     #: Its priority: production schedulers admit higher first and preempt
     #: lower first (Kueue, Volcano, YuniKorn); the others ignore it.
     priority: int = Field(0, ge=-(2**31), le=2**31 - 1)
+    #: Seconds its preempted tasks keep their servers before they are gone
+    #: (overrides ``preemption.eviction_latency``; evictions that complete at
+    #: different times, Kueue #13662).
+    eviction_latency: Time | None = None
+
+    @model_serializer(mode="wrap")
+    def _no_latency_left_out(self, handler: Any) -> Any:
+        # a job without one dumps as before, so earlier results keep their keys
+        out = handler(self)
+        if out.get("eviction_latency", 0) is None:
+            del out["eviction_latency"]
+        return out
 
 
 class Params(Strict):
@@ -56,5 +68,5 @@ def build(params: Params, ctx: BuildContext) -> Workload:
             raise SpecError(f"needs one duration per task ({j.tasks})",
                             where=f"{where}.duration", value=len(durations))
         raw.append(RawJob(j.queue, j.demand, durations, j.submit, j.name or f"job{i}", where,
-                          frozenset(j.requires), j.priority))
+                          frozenset(j.requires), j.priority, j.eviction_latency))
     return finalize(raw, ctx.cluster, ctx.hierarchy, source="explicit job list")

@@ -40,7 +40,9 @@ def faulty_spec(draw):
     pdrf = aggressive or algorithm == "pdrf"
     data["preemption"] = {
         "mode": draw(st.sampled_from(["checkpoint"] if pdrf else ["restart", "checkpoint"])),
-        "overhead": draw(st.sampled_from([0] if aggressive else [0, 2]))}
+        "overhead": draw(st.sampled_from([0] if aggressive else [0, 2])),
+        # a preempted task may hold its server a while (terminating)
+        "eviction_latency": draw(st.sampled_from([0, 0, 3]))}
     outages = [{"server": draw(st.integers(0, n_servers - 1)), "at": draw(st.integers(0, 40)),
                 "repair": draw(st.integers(1, 30))} for _ in range(draw(st.integers(0, 3)))]
     data["faults"] = {"servers": outages, "task_failure": draw(st.sampled_from([0, 0.2]))}
@@ -68,14 +70,38 @@ def check_conservation(exp, result) -> None:
     for o in exp.spec.faults.servers:
         on = attempts[attempts["server"] == o.server]
         assert ((on["end"] <= o.at) | (on["start"] >= o.at + o.repair)).all()
-    # lost work accounted exactly
-    interrupted = attempts[attempts["outcome"] != "finished"]
+    # lost work accounted exactly: a killed or failed attempt loses all it ran;
+    # a preempted one what it ran until preempted (under an eviction latency
+    # its row goes on to when its server was freed)
+    interrupted = attempts[~attempts["outcome"].isin(["finished", "preempted"])]
     lost = float((interrupted["end"] - interrupted["start"]).sum())
+    pre = result.preemptions
     if exp.spec.preemption.mode == "restart":
-        assert result.wasted_work == pytest.approx(lost)
+        assert result.wasted_work == pytest.approx(lost + float(pre["lost"].sum()))
+        preempted = attempts[attempts["outcome"] == "preempted"]
+        held = float((preempted["end"] - preempted["start"]).sum())
+        assert held == pytest.approx(float(pre["lost"].sum())
+                                     + exp.spec.preemption.eviction_latency * len(pre)
+                                     - _cut_by_outage(exp, pre, attempts))
     else:
         assert result.wasted_work == 0.0
     assert summarize(result)["preemptions"] == (attempts["outcome"] == "preempted").sum()
+
+
+def _cut_by_outage(exp, pre, attempts) -> float:
+    """Eviction time not held because the server went down meanwhile (the
+    task is gone with it)."""
+    latency = exp.spec.preemption.eviction_latency
+    if not latency or not len(pre):
+        return 0.0
+    preempted = attempts[attempts["outcome"] == "preempted"].sort_values(["task", "start"])
+    cut = 0.0
+    for row in pre.itertuples():
+        mine = preempted[(preempted["task"] == row.task) & (preempted["start"] <= row.time)
+                         & (preempted["end"] >= row.time)]
+        end = float(mine["end"].iloc[0])
+        cut += row.time + latency - end
+    return cut
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

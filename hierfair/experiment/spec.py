@@ -141,7 +141,8 @@ class Experiment:
         return Simulator(self.cluster, self.hierarchy, self.workload(seed), policy,
                          placement=placement, deadline=deadline,  # type: ignore[arg-type]
                          interruptions=Interruptions(self.spec.preemption.mode,
-                                                     self.spec.preemption.overhead),
+                                                     self.spec.preemption.overhead,
+                                                     self.spec.preemption.eviction_latency),
                          faults=Faults(outages, f.mtbf, f.repair, f.task_failure, seed),
                          record_allocations="allocations" in self.spec.tables, seed=seed)
 

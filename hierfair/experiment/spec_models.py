@@ -157,6 +157,17 @@ class PreemptionSpec(Strict):
 
     mode: Literal["restart", "checkpoint"] = "restart"
     overhead: Time = 0.0  # checkpoint/restore seconds added on resume
+    #: Seconds a preempted task keeps its server (terminating) before it is
+    #: gone and waits again; a job's own ``eviction_latency`` overrides it.
+    eviction_latency: Time = 0.0
+
+    @model_serializer(mode="wrap")
+    def _no_latency_left_out(self, handler: Any) -> Any:
+        # a spec without one dumps as before, so earlier results keep their keys
+        out = handler(self)
+        if not out.get("eviction_latency"):
+            out.pop("eviction_latency", None)
+        return out
 
 
 class OutageSpec(Strict):

@@ -2,7 +2,7 @@
 
 Events are ``(time, kind, key, attempt)`` tuples on a binary heap; the kind
 orders events that share a timestamp (finishes, task failures, server
-failures, repairs, arrivals), then the key (task, server or job id).  A task
+failures, repairs, arrivals, completed evictions, a policy's wake-up), then the key (task, server or job id).  A task
 event carries the attempt it belongs to, so an interrupted attempt's stale
 finish is recognised and skipped.
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FINISH, TASK_FAIL, DOWN, UP, ARRIVAL = range(5)
+FINISH, TASK_FAIL, DOWN, UP, ARRIVAL, EVICTED, WAKE = range(7)
 
 Event = tuple[float, int, int, int]
 

@@ -3,8 +3,10 @@
 Tasks move through an explicit state machine::
 
     WAITING --arrival--> PENDING --start--> RUNNING --finish--> FINISHED
-                            ^                  |
-                            +--preempt / kill--+
+                            ^                  |   |
+                            +--preempt / kill--+   | preempt, with an eviction latency
+                            |                      v
+                            +------evicted----- EVICTING (holds its server, does no work)
 
 A leaf serves its jobs first-in-first-out: the next task of a leaf is the
 oldest pending task (re-queued ones first) of the oldest job that still has
@@ -31,9 +33,10 @@ class TaskState(IntEnum):
     PENDING = 1  # queued at its leaf
     RUNNING = 2
     FINISHED = 3
+    EVICTING = 4  # preempted, still holding its server until its eviction completes
 
 
-WAITING, PENDING, RUNNING, FINISHED = (int(s) for s in TaskState)
+WAITING, PENDING, RUNNING, FINISHED, EVICTING = (int(s) for s in TaskState)
 
 _NAN = float("nan")
 
@@ -72,6 +75,7 @@ class Ledger:
         self.ran = _filled("d", 0.0, n_tasks)  # wall time spent running, all attempts
         self.started = 0
         self.unfinished = n_tasks
+        self.evicting = 0  # tasks in EVICTING
         # -- per job
         self.job_next = _filled("q", 0, n_jobs)
         self.job_requeued: dict[int, deque[int]] = {}
@@ -155,10 +159,13 @@ class Ledger:
 
     def stop(self, task: int, now: float, new: int) -> int:
         """A running task stops: finishes (``new`` FINISHED) or goes back to
-        wait (PENDING).  Returns its job; a finished job has ``job_left`` 0."""
+        wait (PENDING); an evicting one goes back to wait when its eviction
+        completes.  Returns its job; a finished job has ``job_left`` 0."""
         state = self.state
         if state[task] != RUNNING:
-            self.transition(task, RUNNING, new)  # raises
+            if state[task] != EVICTING or new != PENDING:
+                self.transition(task, RUNNING, new)  # raises
+            self.evicting -= 1
         state[task] = new
         job_id = self.task_job[task]
         self.on_server[self.server[task]].discard(task)
@@ -177,6 +184,12 @@ class Ledger:
             if not left:
                 self.job_finish[job_id] = now
         return job_id
+
+    def evict(self, task: int) -> None:
+        """A running task is preempted but keeps its server until its eviction
+        completes (:meth:`stop` then); its finish event is now stale."""
+        self.transition(task, RUNNING, EVICTING)
+        self.evicting += 1
 
     def requeue(self, task: int, job_id: int, work_left: float) -> None:
         """A stopped task waits again with ``work_left``; its pending finish

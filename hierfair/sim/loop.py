@@ -30,8 +30,18 @@ from typing import Any
 import numpy as np
 
 from hierfair.errors import PolicyError
-from hierfair.sim.events import ARRIVAL, DOWN, FINISH, TASK_FAIL, UP, Event, Faults
-from hierfair.sim.ledger import FINISHED, PENDING, RUNNING, Ledger
+from hierfair.sim.events import (
+    ARRIVAL,
+    DOWN,
+    EVICTED,
+    FINISH,
+    TASK_FAIL,
+    UP,
+    WAKE,
+    Event,
+    Faults,
+)
+from hierfair.sim.ledger import RUNNING, Ledger
 from hierfair.sim.loops import (  # noqa: F401 - re-exported
     MAX_ATTEMPTS,
     Interruptions,
@@ -39,11 +49,12 @@ from hierfair.sim.loops import (  # noqa: F401 - re-exported
     LoopWatch,
     RunTimeout,
 )
-from hierfair.sim.model import Cluster, Hierarchy, Job, Workload, shown
+from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
 from hierfair.sim.placement import Index, Placement, ServerIndex
 from hierfair.sim.policy import BasePolicy
 from hierfair.sim.server_choice import index_for, named_job, named_server, takes
-from hierfair.sim.recording import OUTCOMES, Recorder
+from hierfair.sim.recording import Recorder
+from hierfair.sim.stops import Eviction, TaskStops
 from hierfair.sim.result import SimulationResult, tables
 from hierfair.sim.usage import NodeUsage
 from hierfair.sim.view import PolicyView
@@ -54,7 +65,7 @@ from hierfair.sim.view import PolicyView
 _POLICY_STREAM = 0x9011C7
 
 
-class Simulator:
+class Simulator(TaskStops):
     """Runs one policy on one cluster, hierarchy and workload.  The policy
     sees the run through :attr:`view` alone (:class:`~hierfair.sim.view.PolicyView`)."""
 
@@ -99,6 +110,11 @@ class Simulator:
         self._ticks = 0
         self._stopped_at: float | None = None  # run(until=) stopped with work left
         self._loops = LoopWatch()
+        self._evictions: dict[int, Eviction] = {}  # task -> its eviction in flight
+        #: the policy's wake_at, if it has its own (None: it never asks)
+        self._wake_at = (policy.wake_at if getattr(type(policy), "wake_at", BasePolicy.wake_at)
+                         is not BasePolicy.wake_at else None)
+        self._wakes: set[float] = set()  # wake-up times in the event heap
         self._arrived = 0  # arrivals and faults so far: what a loop must not see
         self._faulted = 0
         #: What the policy reads; its random numbers come from the run's seed
@@ -122,7 +138,7 @@ class Simulator:
         arrivals = sorted((job.submit, job.id) for job in self._jobs if job.after < 0)
         n_arrivals, a = len(arrivals), 0
         self._faults.plan(events, self.cluster.n_servers)
-        attempt = led.attempt
+        attempt, state = led.attempt, led.state
         while (events or a < n_arrivals) and led.unfinished:
             self._tick()
             now = events[0][0] if events else math.inf
@@ -138,10 +154,10 @@ class Simulator:
             while events and events[0][0] == now:
                 _, kind, key, tried = heapq.heappop(events)
                 if kind == FINISH:
-                    if tried == attempt[key]:
+                    if tried == attempt[key] and state[key] == RUNNING:  # not evicting
                         self._finish(key)
                 elif kind == TASK_FAIL:
-                    if tried == attempt[key]:
+                    if tried == attempt[key] and state[key] == RUNNING:
                         self._faulted += 1
                         self._interrupt(key, "failed")
                 elif kind == DOWN:
@@ -150,14 +166,32 @@ class Simulator:
                 elif kind == UP:
                     self._faulted += 1
                     self._server_up(key)
-                else:
+                elif kind == ARRIVAL:
                     self._arrive(key)
+                elif kind == EVICTED:
+                    if tried == attempt[key]:  # not killed with its server meanwhile
+                        self._evicted(key)
+                else:  # WAKE: the policy asked for a round now
+                    self._wakes.discard(now)
             self._schedule()
+            if self._wake_at is not None:
+                self._ask_wake()
             self._record_step()
             if self._loops.reason:
                 self._stopped_at = now
                 break
         return self.result()
+
+    def _ask_wake(self) -> None:
+        """Queue the round the policy asks for (``wake_at``): only while a
+        task waits and one runs, the only state a later round can change
+        without an event (a wake-up with nothing running would repeat forever)."""
+        assert self._wake_at is not None
+        t = self._wake_at()
+        if (t is not None and t > self._now and t not in self._wakes
+                and self._usage.tasks[0] and any(self._ledger.pending)):
+            self._wakes.add(t)
+            heapq.heappush(self._events, (t, WAKE, 0, 0))
 
     def _tick(self) -> None:
         """Count work; every 1024 ticks, stop if past the deadline."""
@@ -250,78 +284,6 @@ class Simulator:
                               f"{self.hierarchy.paths[leaf]!r}, which has no pending task of it")
         return job
 
-    def _stop(self, task: int, new: int) -> int:
-        """A running task stops (FINISHED or back to PENDING); returns its job."""
-        led = self._ledger
-        job_id = led.stop(task, self._now, new)
-        leaf, need = led.job_leaf[job_id], self._need[job_id]
-        server = self.view.last_server = led.server[task]
-        self._index.release(server, need)
-        self._usage.remove(leaf, need)
-        self._dirty.add(leaf)
-        return job_id
-
-    def _finish(self, task: int) -> None:
-        job_id = self._stop(task, FINISHED)
-        job = self._jobs[job_id]
-        t0 = perf_counter_ns()
-        self.policy.on_task_finish(job.leaf, job.demand)
-        if not self._ledger.job_left[job_id]:  # the job is done
-            self.policy.on_job_completion(job)
-            for waiting in self._released_by.get(job_id, ()):
-                heapq.heappush(self._events, (max(self._now, self._jobs[waiting].submit),
-                                              ARRIVAL, waiting, 0))
-        self._overhead_ns += perf_counter_ns() - t0
-
-    def _interrupt(self, task: int, outcome: str, beneficiary: int = -1) -> float:
-        """Stop a running task early and queue it again; returns the lost work."""
-        led = self._ledger
-        job_id = self._stop(task, PENDING)
-        now = self._now
-        elapsed = now - led.start[task]
-        left = led.left[task]
-        if self._mode.mode == "checkpoint":
-            left = max(0.0, left - elapsed / led.factor[task]) + self._mode.overhead
-            lost = 0.0
-        else:
-            lost = elapsed
-        self._wasted += lost
-        self._rec.cut_short(led.seq[task], task, led.server[task], led.start[task], now,
-                            OUTCOMES.index(outcome))
-        led.requeue(task, job_id, left)
-        if led.attempt[task] >= MAX_ATTEMPTS:
-            raise Livelock(f"livelock: task {task} (job {job_id}, leaf "
-                           f"{shown(self.hierarchy.paths[led.job_leaf[job_id]])}) was stopped "
-                           f"{MAX_ATTEMPTS} times without finishing, the last at simulated "
-                           f"time {now:g} ({outcome}); the run would never end")
-        job = self._jobs[job_id]
-        if outcome == "preempted":
-            led.job_preempted[job_id] += 1
-            self._rec.preemptions.append(now, task, job_id, job.leaf, beneficiary, lost)
-            self._loops.preempted(job.leaf)
-        self._notify(self.policy.on_task_finish, job.leaf, job.demand)
-        return lost
-
-    # -- faults --------------------------------------------------------------
-    def _server_down(self, server: int) -> None:
-        """An outage starts; overlapping outages keep the server down until
-        the last one ends."""
-        self._down[server] += 1
-        if self._down[server] > 1:
-            return
-        led = self._ledger
-        for task in sorted(led.on_server[server], key=led.seq.__getitem__):
-            self._interrupt(task, "killed")
-        self._index.set_down(server)
-
-    def _server_up(self, server: int) -> None:
-        self._down[server] -= 1
-        if self._down[server] > 0:
-            return
-        self._index.set_up(server)
-        if self._faults.mtbf:
-            self._faults.next_failure(self._events, server, self._now)
-
     # -- scheduling ------------------------------------------------------------
     def _schedule(self) -> None:
         """Preempt what the policy asks and start the beneficiary's task in the
@@ -333,6 +295,8 @@ class Simulator:
             t0 = perf_counter_ns()
             requests = self.policy.preemptions()
             self._overhead_ns += perf_counter_ns() - t0
+            if requests and self._evictions:  # already being evicted: nothing to do
+                requests = [(t, b) for t, b in requests if t not in self._evictions]
             for task, beneficiary in requests:
                 if self._ledger.state[task] != RUNNING:
                     raise PolicyError(f"policy asked to preempt task {task}, "

@@ -55,6 +55,9 @@ class Interruptions:
 
     mode: Literal["restart", "checkpoint"] = "restart"
     overhead: float = 0.0  # checkpoint: seconds added to resume
+    #: seconds a preempted task keeps its server before it is gone (a job's
+    #: own ``eviction_latency`` overrides it); 0: at once
+    eviction_latency: float = 0.0
 
 
 #: Victims remembered for the message.

@@ -318,6 +318,9 @@ class Job:
     #: arrivals, "each leaf runs its next job as soon as the previous one
     #: finishes" (H-DRF §5.2).  It then arrives at max(submit, that finish).
     after: int = -1
+    #: Seconds a preempted task of it keeps its server (None: the run's
+    #: ``Interruptions.eviction_latency``).
+    eviction_latency: float | None = None
 
     @property
     def n_tasks(self) -> int:

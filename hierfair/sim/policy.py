@@ -34,13 +34,19 @@ The hooks, in the order the simulator calls them (docs/extending.md):
      killed with its server, failed) and then ``on_job_completion(job)``;
    * ``preemptions()``: running tasks to stop before this round, as
      ``(task, beneficiary leaf)``; each beneficiary's next task starts in the
-     room made, if it fits;
+     room made, if it fits (under an eviction latency, when the victim's
+     eviction completes; until then ``view.evicting(task)`` is true, and
+     asking for it again does nothing);
    * ``select()`` until it answers None; after each leaf it names,
      ``job_for(leaf)`` may name which of the leaf's pending jobs (None, the
      base's answer: the first, FIFO), ``server_for(leaf, demand)`` may name
      the server (None: the placement rule picks it), the task starts there
      and ``on_task_start(leaf, demand)`` follows at once
-     (``view.last_server`` says where).
+     (``view.last_server`` says where);
+   * ``wake_at()``, after the round, only if the policy defines it: a later
+     simulated time at which it wants a round although no event happens
+     (a preemption timeout, YARN's and YuniKorn's); None asks for none.
+     A wake-up is queued only while some task waits and some task runs.
 
 A policy may change only its own state.  ``select`` must name a leaf with a
 pending task that fits (``view.pending(leaf) > 0`` and
@@ -107,6 +113,10 @@ class Policy(Protocol):
     def preemptions(self) -> list[tuple[int, int]]:
         """Running tasks to stop before this round, as ``(task, beneficiary
         leaf)``; they go back to their leaf's queue.  Most policies: none."""
+
+    def wake_at(self) -> float | None:
+        """A later simulated time for another round although nothing
+        happens then (a timeout), or None."""
 
 
 class NoParams(BaseModel):
@@ -199,6 +209,13 @@ class BasePolicy(Generic[P]):
 
     def preemptions(self) -> list[tuple[int, int]]:
         return []
+
+    def wake_at(self) -> float | None:
+        """A later simulated time (> ``view.now``) at which to run a round
+        although no event happens then (a preemption timeout), or None.  The
+        simulator calls it after each round only for a policy that defines
+        its own, so the base costs nothing."""
+        return None
 
 
 class BackfillParams(BaseModel):

@@ -81,14 +81,16 @@ class Recorder:
                        start: np.ndarray, finish: np.ndarray) -> pd.DataFrame:
         """Every attempt in the order they started: the ones cut short, and
         each started task's last one (from the ledger's per-task columns; the
-        task states are ``TaskState`` values: 2 running, 3 finished)."""
+        task states are ``TaskState`` values: 2 running, 3 finished, 4 evicting:
+        preempted, its eviction not complete when the run stopped)."""
         cut = self.attempts.to_frame()
         last = np.flatnonzero(state >= 2)
         done = state[last] == 3
+        outcome = np.where(done, ATTEMPT_FINISHED, ATTEMPT_RUNNING).astype(np.int64)
+        outcome[state[last] == 4] = OUTCOMES.index("preempted")
         final = pd.DataFrame({
             "seq": seq[last], "task": last, "server": server[last], "start": start[last],
-            "end": np.where(done, finish[last], np.nan),
-            "outcome": np.where(done, ATTEMPT_FINISHED, ATTEMPT_RUNNING).astype(np.int64)})
+            "end": np.where(done, finish[last], np.nan), "outcome": outcome})
         both = pd.concat([cut, final], ignore_index=True) if len(cut) else final
         both = both.sort_values("seq", kind="stable", ignore_index=True)
         return both.drop(columns="seq")

@@ -127,8 +127,15 @@ def _tasks(ledger: Ledger, rec: Recorder, paths: np.ndarray) -> pd.DataFrame:
         "finish": ledger.column("finish"),
         "attempts": tries,
         "ran": ledger.column("ran"),
-        "state": pd.Categorical.from_codes(ledger.states(), [s.name.lower() for s in TaskState]),
+        "state": pd.Categorical.from_codes(ledger.states(), _state_names(ledger)),
     })
+
+
+def _state_names(ledger: Ledger) -> list[str]:
+    """The task states' names; "evicting" only when a run stopped with an
+    eviction in flight (tables of every other run keep their categories)."""
+    names = [s.name.lower() for s in TaskState]
+    return names if ledger.evicting else names[:-1]
 
 
 def _jobs(ledger: Ledger, hierarchy: Hierarchy) -> pd.DataFrame:

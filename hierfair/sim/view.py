@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hierfair.sim.ledger import Ledger
+from hierfair.sim.ledger import EVICTING, Ledger
 from hierfair.sim.model import Cluster, Hierarchy, Job
 from hierfair.sim.placement import Index
 from hierfair.sim.usage import NodeUsage
@@ -155,12 +155,19 @@ class PolicyView:
 
     # -- running work (what preemptive policies read) ---------------------------
     def running_tasks(self, leaf: int | None = None) -> list[int]:
-        """Running task ids (of ``leaf``, or all), earliest started first."""
+        """Running task ids (of ``leaf``, or all), earliest started first;
+        tasks being evicted (:meth:`evicting`) are among them: they hold their
+        servers until their eviction completes."""
         tasks = self._ledger.running_tasks()
         if leaf is not None:
             led = self._ledger
             tasks = [t for t in tasks if led.job_leaf[led.task_job[t]] == leaf]
         return tasks
+
+    def evicting(self, task: int) -> bool:
+        """Whether a running task was preempted and its eviction is in flight
+        (``preemption.eviction_latency``): asking to preempt it again does nothing."""
+        return self._ledger.state[task] == EVICTING
 
     def task_info(self, task: int) -> RunningTask:
         """What a running task is: its job, leaf, server, demand and start."""
