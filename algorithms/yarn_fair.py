@@ -36,7 +36,9 @@ spec's first resource is YARN's index 0 (memory).  Every queue uses ``drf``
 (``defaultQueueSchedulingPolicy: drf``).  Simplifications: no reservations
 (an app whose container fits nowhere is skipped, the walk goes on), no
 per-node heartbeat (a task goes where the placement rule puts it), no
-maxShare, no preemption, no locality delay.
+maxShare, no locality delay.  Preemption (off by default): ``params.preemption``,
+:mod:`hierfair.algorithms.yarn_preemption` (rules) and
+:mod:`~hierfair.algorithms.yarn_starvation` (clocks).
 """
 
 from __future__ import annotations
@@ -48,9 +50,12 @@ from functools import cmp_to_key
 from typing import Any, ClassVar, Generic, Literal
 
 import numpy as np
+from pydantic import Field
 
+from hierfair.algorithms.yarn_starvation import FairPreemption
+from hierfair.errors import SpecError
 from hierfair.fields import Strict
-from hierfair.sim.model import Job
+from hierfair.sim.model import Hierarchy, Job
 from hierfair.sim.policy import P, PolicyView
 from hierfair.sim.treewalk import TreeWalkPolicy
 
@@ -302,6 +307,25 @@ class YarnParams(Strict):
     #: Reproduce YARN-11482 (Comparator2 before PR #5607: s2 is needy when
     #: s1's usage is below s2's minShare).
     yarn_11482: bool = False
+    #: ``yarn.scheduler.fair.preemption`` (off: the policy never preempts).
+    preemption: bool = False
+    #: ``fairSharePreemptionTimeout`` in seconds, every queue (None: upstream's
+    #: default, Long.MAX_VALUE ms, never).
+    fair_share_preemption_timeout: float | None = Field(None, ge=0)
+    #: ``minSharePreemptionTimeout`` in seconds, every queue (None: never).
+    min_share_preemption_timeout: float | None = Field(None, ge=0)
+    #: ``fairSharePreemptionThreshold``, every queue.
+    fair_share_preemption_threshold: float = Field(0.5, ge=0, le=1)
+    #: ``yarn.scheduler.fair.preemption.cluster-utilization-threshold``.
+    utilization_threshold: float = Field(0.8, ge=0)
+    #: Queues (paths) with ``allowPreemptionFrom: false``; their subtrees too.
+    non_preemptable: list[str] = Field(default_factory=list)
+    #: ``FSPreemptionThread.delayBeforeNextStarvationCheck`` in seconds:
+    #: waitTimeBeforeKill 15 + 4 heartbeats of 1 s + 10 (the defaults).
+    starvation_check_delay: float = Field(29.0, ge=0)
+    #: The first task a job starts is its ApplicationMaster container (the
+    #: preemption thread takes sets with fewer AM containers first).
+    am_containers: bool = False
 
 
 class YarnFair(LeafAppsWalk[YarnParams]):
@@ -313,12 +337,42 @@ class YarnFair(LeafAppsWalk[YarnParams]):
                                   "lexicographically, plain-sum parents")
     Params = YarnParams
 
+    @classmethod
+    def check_hierarchy(cls, params: YarnParams, hierarchy: Hierarchy) -> None:
+        for path in params.non_preemptable:
+            if path not in hierarchy.paths[1:]:
+                raise SpecError("no such queue in the hierarchy",
+                                where="params.non_preemptable", value=path)
+
     def attach(self, state: PolicyView) -> None:
         super().attach(state)
         h, resources = state.hierarchy, state.cluster.resources
         self._cluster = state.cluster.total.tolist()
         self._min = h.quota_matrix("guaranteed", resources, 0.0).tolist()
         self._names = ["root" + ("." + p.replace("/", ".") if p else "") for p in h.paths]
+        self._pre = FairPreemption(self, self.params) if self.params.preemption else None
+
+    # -- preemption (FairPreemption keeps its clocks; off: nothing happens) ----
+    def on_job_arrival(self, job: Job) -> None:
+        if self._pre is not None:
+            self._pre.arrived(job)
+        super().on_job_arrival(job)
+
+    def on_job_completion(self, job: Job) -> None:
+        if self._pre is not None:
+            self._pre.completed(job)
+        super().on_job_completion(job)
+
+    def on_task_start(self, leaf: int, demand: np.ndarray) -> None:
+        if self._pre is not None:
+            self._pre.started(leaf)
+        super().on_task_start(leaf, demand)
+
+    def preemptions(self) -> list[tuple[int, int]]:
+        return self._pre.preemptions() if self._pre is not None else []
+
+    def wake_at(self) -> float | None:
+        return self._pre.wake_at() if self._pre is not None else None
 
     def _cmp(self, a: Schedulable, b: Schedulable) -> int:
         return compare(a, b, self._cluster, self.params.comparator, self.params.yarn_11482)

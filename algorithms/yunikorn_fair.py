@@ -36,8 +36,9 @@ no per-job pending count: exact when a leaf's jobs ask alike).  Jobs are apps:
 ``application_sort: fifo`` (the leaf default: priority, then submit time) or
 ``fair`` (usage vectors over the leaf's guarantee).  Go's map order makes
 exact ties random upstream; here the earlier node in pre-order (the earlier
-job) wins.  Not modelled: the fence priority policy, max-resource headroom,
-placeholders, preemption.
+job) wins.  Preemption and the max-resource headroom (both off by default):
+:mod:`hierfair.algorithms.yunikorn_asks`.  Not modelled: the fence priority
+policy, placeholders.
 """
 
 from __future__ import annotations
@@ -47,7 +48,11 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Any, ClassVar, Literal
 
+from pydantic import Field
+
 from hierfair.algorithms.yarn_fair import LeafAppsWalk, comparator_key
+from hierfair.algorithms.yunikorn_asks import AskPreemption
+from hierfair.algorithms.yunikorn_resources import fit_in
 from hierfair.fields import Strict
 from hierfair.sim.model import Job
 from hierfair.sim.policy import PolicyView
@@ -208,9 +213,22 @@ class YuniKornParams(Strict):
     priority_sort: bool = True
     #: ``application.sort.policy`` of the leaves (YuniKorn's default: fifo).
     application_sort: Literal["fifo", "fair"] = "fifo"
+    #: Enforce ``quota.max`` as YuniKorn's headroom (``getHeadRoom``): a task
+    #: starts only within every max on its path.  Upstream always does; off
+    #: by default so that earlier results stay as they were.
+    headroom: bool = False
+    #: The partition's ``preemption.enabled`` (off: earlier results unchanged).
+    preemption: bool = False
+    #: The queues' ``preemption.delay``: an ask preempts only once this old.
+    preemption_delay: float = Field(30.0, ge=0)
+    #: ``preemptAttemptFrequency``: an ask is checked again only this long
+    #: after its last check.
+    attempt_frequency: float = Field(15.0, ge=0)
+    #: ``maxPreemptionsPerQueue``: preemption attempts per leaf per walk.
+    max_attempts: int = Field(10, ge=0)
 
 
-class YuniKornFair(LeafAppsWalk[YuniKornParams]):
+class YuniKornFair(AskPreemption, LeafAppsWalk[YuniKornParams]):
     """TryAllocate's walk: at each parent the first, in the fair sort, of the
     children with pending resources whose subtree can place a task."""
 
@@ -234,6 +252,21 @@ class YuniKornFair(LeafAppsWalk[YuniKornParams]):
         for n in range(h.n_nodes):  # pre-order: a parent is done before its children
             inherited = root_max if n == 0 else self._fair_max[int(h.parent[n])]
             self._fair_max.append({**inherited, **dict(h.quotas[n].max or {})})
+        # what the headroom and the preemptor read (docs/upstream/yunikorn-preemption.md)
+        self._names = ["root" + ("." + p.replace("/", ".") if p else "") for p in h.paths]
+        self._max: list[Res] = [root_max] + [None if q.max is None else dict(q.max)
+                                             for q in h.quotas[1:]]
+        self._checked: dict[int, float] = {}  # job -> its last preemption check
+        self._triggered: set[int] = set()  # jobs whose ask triggered a preemption
+        self._swap: dict[int, int] = {}  # leaf -> the job its victims made room for
+
+    def __init__(self, params: YuniKornParams | None = None) -> None:
+        super().__init__(params)
+        if self.params.preemption:
+            # walk again after every round of an instant, as YuniKorn schedules
+            # step after step: an ask that needs preemption may come after
+            # asks that fit (the simulator runs rounds until one does nothing)
+            self.cycles = True  # type: ignore[misc]
 
     def _priorities(self, demanding: Any) -> list[int]:
         """``GetCurrentPriority`` per node: offset + the highest priority
@@ -280,3 +313,56 @@ class YuniKornFair(LeafAppsWalk[YuniKornParams]):
         order = sort_applications(apps, self.params.application_sort, True, self._guar[leaf])
         rest = [i for i in range(len(jobs)) if i not in order]  # nothing pending: never sorted
         return [jobs[i] for i in order + rest]
+
+    # -- headroom and preemption (docs/upstream/yunikorn-preemption.md) ----------------
+    def _dict(self, vector: Any, keep_zero: bool = False) -> dict[str, float]:
+        return {r: float(v) for r, v in zip(self._res, vector) if keep_zero or v}
+
+    def _in_headroom(self, leaf: int, ask: dict[str, float]) -> bool:
+        """``headRoom.FitInMaxUndef(ask)``: within every max on the path."""
+        room: Res = None
+        for n in self.state.hierarchy.path_from_root(leaf):
+            if self._max[n] is not None:
+                own = {k: v - self.state.alloc_row(n)[self._res.index(k)]
+                       for k, v in self._max[n].items()}
+                room = own if room is None else {**own, **room, **{
+                    k: min(v, room[k]) for k, v in own.items() if k in room}}
+        return fit_in(room, ask, skip_undef=True)
+
+    def leaf_status(self) -> tuple[Any, Any, Any]:
+        demanding, fits, demand = super().leaf_status()
+        if self.params.headroom:  # the first app whose ask fits a node *and* the headroom
+            state = self.state
+            for leaf in [x for x in self._choice]:
+                jobs = [self._jobs[j] for j in state.pending_jobs(leaf)]
+                chosen = next((j for j in self.app_order(leaf, jobs) if state.fits(j.demand)
+                               and self._in_headroom(leaf, self._dict(j.demand))), None)
+                if chosen is None:
+                    del self._choice[leaf]
+                    fits[leaf] = False
+                else:
+                    self._choice[leaf], demand[leaf] = chosen.id, chosen.demand
+        return demanding, fits, demand
+
+    def _walk_leaves(self) -> list[int]:
+        """``TryAllocate``'s order: depth first, each parent's children with
+        pending resources in the fair sort (stable: pre-order on ties)."""
+        h, state = self.state.hierarchy, self.state
+        infos = self.queues(None, None)
+        consider = self.params.priority_sort
+        def cmp(a: int, b: int) -> int:
+            return (-1 if queue_less(infos[a], infos[b], consider)
+                    else 1 if queue_less(infos[b], infos[a], consider) else 0)
+        key = cmp_to_key(cmp)
+        out: list[int] = []
+
+        def walk(n: int) -> None:
+            if h.is_leaf(n):
+                if state.pending(n) > 0:
+                    out.append(n)
+                return
+            kids = [c for c in h.children[n] if strictly_greater_than_zero(infos[c].pending)]
+            for c in sorted(kids, key=key):
+                walk(c)
+        walk(0)
+        return out

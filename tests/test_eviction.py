@@ -180,3 +180,29 @@ def test_kueue_13662_the_gate_keeps_the_preemptors_quota(tmp_path):
     assert att[(att["task"] == 0) & (att["start"] == 11.0)].shape[0] == 1
     assert of(res.tasks, "kueue").set_index("task").loc[2, "state"] == "pending"
     assert len(of(res.preemptions, "kueue")) > 20
+
+
+class CountsPending(PreemptAt):
+    """Checks ``view.job_pending`` against the leaf's count at every decision."""
+
+    seen = 0
+
+    def select(self) -> int | None:
+        s = self.state
+        for leaf in s.hierarchy.leaves:
+            waiting = s.pending_jobs(leaf)
+            assert sum(s.job_pending(j) for j in waiting) == s.pending(leaf)
+            assert all(s.job_pending(j) > 0 for j in waiting)
+        others = set(range(2)) - {j for x in s.hierarchy.leaves
+                                             for j in s.pending_jobs(x)}
+        assert all(s.job_pending(j) == 0 for j in others)
+        type(self).seen += 1
+        return super().select()
+
+
+@pytest.mark.parametrize("latency", [0, 3])
+def test_job_pending_counts_each_jobs_waiting_tasks(latency):
+    exp = build_experiment(spec(latency))
+    CountsPending.seen = 0
+    exp.simulator(CountsPending(), 0).run()
+    assert CountsPending.seen > 5

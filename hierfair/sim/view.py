@@ -144,6 +144,16 @@ class PolicyView:
         """The jobs of ``leaf`` with a pending task, in arrival order."""
         return list(self._ledger.queues[leaf])
 
+    def job_pending(self, job: int) -> int:
+        """How many tasks of ``job`` wait to start now (0 before it arrives;
+        a task being evicted waits only once its eviction completes)."""
+        led = self._ledger
+        if led.job_arrival[job] != led.job_arrival[job]:  # NaN: not arrived
+            return 0
+        requeued = led.job_requeued.get(job)
+        return (led.offset[job + 1] - led.offset[job] - led.job_next[job]
+                + (len(requeued) if requeued else 0))
+
     def job(self, job: int) -> Job:
         """A job of the workload by id (its demand, priority, submit time)."""
         return self._jobs[job]
