@@ -66,3 +66,34 @@ def test_the_page_is_written_and_linked(results):
     assert "<td>fifo</td><td>100%</td>" in page
     assert "<td>hdrf-preemptive</td><td>0%</td>" in page
     assert "production.html" in (out / "index.html").read_text()
+
+
+def test_guarantee_violations_per_node(results):
+    """The per-leaf table: b below its guarantee all of its backlog under
+    fifo (marked: under H-DRF with preemption, the baseline here, b never
+    waited); a waits only under hdrf-preemptive (its preempted task), never
+    below its guarantee."""
+    out, _ = results
+    write_report(out)
+    page = (out / "production.html").read_text()
+    part = page[page.index("Guarantee violations per node"):]
+    assert "<td>b (50%)</td><td class=worse>100%</td><td>–</td>" in part
+    assert "<td>a (50%)</td><td>–</td><td>0%</td>" in part
+    assert "<b>fifo</b> leaves b below its guarantee more than H-DRF does.</li>" in part
+
+
+def test_an_eviction_latency_is_time_waiting_again(tmp_path):
+    """With a 3-s eviction, b's task starts when a's victim is gone: b is
+    backlogged (and below its guarantee) from 1 to 4."""
+    spec = {**SPEC, "name": "prod-compare-evict", "algorithms": ["hdrf-preemptive"],
+            "preemption": {"mode": "restart", "eviction_latency": 3}}
+    runs = hierfair.run(spec, out=tmp_path, jobs=1)
+    folder = tmp_path / "prod-compare-evict"
+    row = runs.iloc[0]
+    leaves = {x.leaf: x for x in leaf_guarantees(folder / "runs" / row["run"],
+                                                 load_saved(folder), int(row["run_seed"]),
+                                                 float(row["makespan"]))}
+    assert leaves["b"].backlogged == pytest.approx(3)
+    assert leaves["b"].below == pytest.approx(3)
+    # a's preempted task waits from its eviction's end (4) until a task of a ends
+    assert leaves["a"].backlogged > 0
