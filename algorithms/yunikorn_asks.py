@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hierfair.algorithms.yunikorn_preemption import Outcome, Preemptor, QueueTree, Victim
-from hierfair.algorithms.yunikorn_resources import fit_in
+from hierfair.algorithms.yunikorn_resources import add, fit_in
 from hierfair.sim.model import Job, eligible_servers
 
 if TYPE_CHECKING:
@@ -84,17 +84,20 @@ class AskPreemption(_Base):
         """``Preemptor.TryPreemption`` on the simulator's present."""
         state, h, cluster = self.state, self.state.hierarchy, self.state.cluster
         running: dict[int, list[Victim]] = {}
+        preempting: dict[int, dict[str, float]] = {}
         for task in state.running_tasks():
-            if state.evicting(task):  # already preempted: findEligiblePreemptionVictims skips it
-                continue
             info = state.task_info(task)
+            if state.evicting(task):  # already preempted: no victim (IsPreempted), but
+                for n in h.path_from_root(info.leaf):  # its queues' preempting resource
+                    preempting[n] = add(preempting.get(n, {}), self._dict(info.demand))
+                continue
             j = self._jobs[info.job]
             running.setdefault(info.leaf, []).append(Victim(
                 task, info.leaf, info.server, self._dict(info.demand), j.priority, j.submit,
                 info.start))
         tree = QueueTree([int(p) for p in h.parent], h.children, self._names,
                          [self._dict(state.alloc_row(n)) for n in range(h.n_nodes)],
-                         self._guar, self._max, list(h.priorities), running)
+                         self._guar, self._max, list(h.priorities), running, preempting)
         free = [self._dict(state.server_free(i), keep_zero=True)
                 for i in range(cluster.n_servers)]
         caps = [self._dict(c, keep_zero=True) for c in cluster.capacities]

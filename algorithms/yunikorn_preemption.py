@@ -29,9 +29,11 @@ line by line: docs/upstream/yunikorn-preemption.md.
 Not modelled: opt-out (``allowPreemptSelf``) and originator allocations (all
 victims score alike), the preemption/priority *fence* policies and
 ``preemption.policy: disabled``, required-node and quota-change preemption,
-the shim's predicate plugin (no plugin: the first node by (start index,
-node) wins, as ``checkPreemptionPredicates`` does without one), preempting
-resources in flight (evictions complete at once here).
+the shim's predicate plugin (its predicates here: the ask's placement
+constraints and the node's capacity; then the first node by (start index,
+node) wins, as ``checkPreemptionPredicates`` does without one).  Under an
+eviction latency a task in flight is no victim (``IsPreempted``) and its
+queues count it as preempting (allocated - preempting, as upstream).
 """
 
 from __future__ import annotations

@@ -137,6 +137,9 @@ class QueueTree:
     offset: Sequence[int]  # priority offsets
     #: running allocations per leaf
     running: Mapping[int, Sequence[Victim]]
+    #: resources of tasks being evicted, per queue and its ancestors
+    #: (``IncPreemptingResource`` walks up); empty: none
+    preempting: Mapping[int, dict[str, float]] = field(default_factory=dict)
 
     def is_leaf(self, n: int) -> bool:
         return not self.children[n]
@@ -198,7 +201,7 @@ def find_victims(tree: QueueTree, leaf: int, ask: dict[str, float], priority: in
             snaps[n] = Snapshot(n, tree.paths[n], tree.is_leaf(n), dict(tree.allocated[n]),
                                 _clone(tree.guaranteed[n]), _clone(tree.max[n]),
                                 snap(p) if p >= 0 else None,
-                                ask_queue=snaps.get(leaf))
+                                _clone(tree.preempting.get(n)), ask_queue=snaps.get(leaf))
         return snaps[n]
 
     ask_snap = snap(leaf)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import hierfair
@@ -111,6 +112,13 @@ def test_an_outage_during_the_eviction_ends_it_once():
     assert a0["outcome"].tolist()[:2] == ["preempted", "finished"]
     assert a0["end"].iloc[0] == 6.0
     assert len(r.preemptions) == 2 and (r.tasks["state"] == "finished").all()
+    # nothing starts on the server as it goes down (no swap into a dying
+    # server): b's tasks start once it is back, and it is never over-committed
+    t = r.tasks.set_index("task")
+    assert t.loc[2, "start"] >= 7.0 and t.loc[3, "start"] >= 7.0
+    assert (r.utilization["cpu"] <= 1.0).all()
+    on = r.attempts[r.attempts["server"] == 0]
+    assert ((on["end"] <= 6.0) | (on["start"] >= 7.0)).all()
 
 
 def test_a_run_stopped_mid_eviction_says_so(tmp_path):
@@ -180,6 +188,10 @@ def test_kueue_13662_the_gate_keeps_the_preemptors_quota(tmp_path):
     assert att[(att["task"] == 0) & (att["start"] == 11.0)].shape[0] == 1
     assert of(res.tasks, "kueue").set_index("task").loc[2, "state"] == "pending"
     assert len(of(res.preemptions, "kueue")) > 20
+    # the gate-off run stopped with evictions in flight (a fifth task state):
+    # the runs' tables still combine into one categorical column
+    assert isinstance(res.tasks["state"].dtype, pd.CategoricalDtype)
+    assert (of(res.tasks, "kueue")["state"] == "evicting").any()
 
 
 class CountsPending(PreemptAt):
@@ -206,3 +218,41 @@ def test_job_pending_counts_each_jobs_waiting_tasks(latency):
     CountsPending.seen = 0
     exp.simulator(CountsPending(), 0).run()
     assert CountsPending.seen > 5
+
+
+class NamesTheLateJob(PreemptAt):
+    """Preempts for leaf b naming b's *second* job at the preemption only
+    (job_for answers None, FIFO, at any other time)."""
+
+    def job_for(self, leaf: int) -> int | None:
+        s = self.state
+        return 2 if s.now == self.AT and 2 in s.pending_jobs(leaf) else None
+
+
+def test_the_room_goes_to_the_job_it_was_made_for():
+    data = spec(3)
+    data["workload"]["jobs"][1]["tasks"] = 1
+    data["workload"]["jobs"].append({"queue": "b", "tasks": 1, "demand": {"cpu": 1},
+                                     "duration": 10, "submit": 2, "name": "late"})
+    for latency in (0, 3):
+        data["preemption"]["eviction_latency"] = latency
+        exp = build_experiment(data)
+        t = exp.simulator(NamesTheLateJob(), 0).run().tasks.set_index("task")
+        # task 3 is the late job's: it takes the room at the swap (5, or 8
+        # when the evictions complete), not b's first job (FIFO)
+        assert t.loc[3, "start"] == 5.0 + latency
+
+
+def test_a_hand_stepped_replay_evicts_at_once():
+    """``hierfair allocate`` steps a run by hand (a static replay: everything
+    arrives, then tasks finish one at a time): an eviction latency has no
+    meaning there and is not applied (it stopped with "illegal transition
+    EVICTING -> FINISHED" when it was)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "hierfair", "allocate",
+                          str(EXPERIMENTS / "prod-k11-kueue-desync-evictions.yaml"),
+                          "-a", "kueue", "--churn", "3"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "cq-2" in out.stdout

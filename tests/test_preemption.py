@@ -76,32 +76,34 @@ def check_conservation(exp, result) -> None:
     interrupted = attempts[~attempts["outcome"].isin(["finished", "preempted"])]
     lost = float((interrupted["end"] - interrupted["start"]).sum())
     pre = result.preemptions
+    check_evictions(exp, pre, attempts)
     if exp.spec.preemption.mode == "restart":
         assert result.wasted_work == pytest.approx(lost + float(pre["lost"].sum()))
-        preempted = attempts[attempts["outcome"] == "preempted"]
-        held = float((preempted["end"] - preempted["start"]).sum())
-        assert held == pytest.approx(float(pre["lost"].sum())
-                                     + exp.spec.preemption.eviction_latency * len(pre)
-                                     - _cut_by_outage(exp, pre, attempts))
     else:
         assert result.wasted_work == 0.0
     assert summarize(result)["preemptions"] == (attempts["outcome"] == "preempted").sum()
 
 
-def _cut_by_outage(exp, pre, attempts) -> float:
-    """Eviction time not held because the server went down meanwhile (the
-    task is gone with it)."""
+def check_evictions(exp, pre, attempts) -> None:
+    """Each preemption's attempt holds its server for the eviction latency
+    after the preemption (or until its server goes down meanwhile), and
+    under restart loses exactly what it ran until preempted."""
     latency = exp.spec.preemption.eviction_latency
-    if not latency or not len(pre):
-        return 0.0
-    preempted = attempts[attempts["outcome"] == "preempted"].sort_values(["task", "start"])
-    cut = 0.0
-    for row in pre.itertuples():
-        mine = preempted[(preempted["task"] == row.task) & (preempted["start"] <= row.time)
-                         & (preempted["end"] >= row.time)]
-        end = float(mine["end"].iloc[0])
-        cut += row.time + latency - end
-    return cut
+    preempted = attempts[attempts["outcome"] == "preempted"]
+    outages = [(o.server, o.at) for o in exp.spec.faults.servers]
+    # the k-th preemption of a task is its k-th preempted attempt
+    nth = pre.assign(k=pre.groupby("task").cumcount())
+    rows = preempted.sort_values(["task", "start", "end"], kind="stable")
+    rows = rows.assign(k=rows.groupby("task").cumcount())
+    pairs = nth.merge(rows, on=["task", "k"], how="left", validate="one_to_one")
+    assert len(nth) == len(rows) and pairs["end"].notna().all()
+    for row in pairs.itertuples():
+        start, end, server = float(row.start), float(row.end), int(row.server)
+        assert start <= row.time <= end
+        down = [at for s, at in outages if s == server and row.time <= at < row.time + latency]
+        assert end == row.time + latency or (down and end == min(down))
+        if exp.spec.preemption.mode == "restart":
+            assert row.lost == pytest.approx(row.time - start)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,6 +6,7 @@ and the hand traces: docs/upstream/yarn-preemption.md."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -259,3 +260,32 @@ def test_yarn_fair_with_preemption_keeps_the_policy_contract():
     outcomes = check_policy(f"{__name__}:YarnPreempting")
     failed = [o for o in outcomes if o.status == "failed"]
     assert not failed, failed
+
+
+def test_same_leaf_with_an_eviction_latency(tmp_path) -> None:
+    """With kills taking 5 s (waitTimeBeforeKill) the room still goes to the
+    starving app it was freed for, not back to the greedy app at the head of
+    the leaf (which restarted in it, for ever, before the swap remembered
+    the job): greedy 4, starving 2 as without a latency."""
+    import json
+
+    import yaml
+
+    import hierfair
+
+    spec = yaml.safe_load((Path(__file__).resolve().parents[1] / "experiments"
+                           / "prod-y3-yarn-preemption.yaml").read_text())
+    spec["preemption"] = {"mode": "restart", "eviction_latency": 5}
+    spec["grid"] = {"workload.jobs[0].queue": ["preemptable/child-1"],
+                    "workload.jobs[1].queue": ["preemptable/child-1"]}
+    spec["algorithms"] = [spec["algorithms"][0]]
+    spec["claims"] = [c for c in spec["claims"] if c.get("id") == "yarn-y3-same-leaf"]
+    hierfair.run(spec, out=str(tmp_path), jobs=1)
+    folder = tmp_path / "prod-y3-yarn-preemption"
+    claims = json.loads((folder / "claims.json").read_text())
+    claims = claims["claims"] if isinstance(claims, dict) else claims
+    assert [c["verdict"] for c in claims] == ["holds"]
+    # four greedy containers for two starving ones, at t = 1, once (as
+    # without a latency; the later ones are job 2's, at t = 50)
+    pre = hierfair.load(str(folder)).preemptions
+    assert pre[pre["time"] < 50]["time"].tolist() == [1.0] * 4

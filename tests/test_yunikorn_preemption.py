@@ -156,3 +156,22 @@ def test_u2_victims(u2: object) -> None:
     pre = u2.preemptions  # type: ignore[attr-defined]
     times = sorted(pre[pre.label == "yunikorn-fair"].time.unique().tolist())
     assert times == [91.0, 2091.0, 4151.0, 6092.0]  # each ask's submission + 30 s
+
+
+def test_u2_victims_with_an_eviction_latency(tmp_path: Path) -> None:
+    """With evictions taking 5 s the same victims go, once each: a task in
+    flight is no victim (``IsPreempted``) and counts as its queues'
+    preempting resource, not as their usage (upstream's allocated -
+    preempting)."""
+    import yaml
+
+    spec = yaml.safe_load(SPEC.read_text())
+    spec["preemption"] = {"mode": "restart", "eviction_latency": 5}
+    spec["algorithms"] = [spec["algorithms"][0]]
+    spec.pop("claims")
+    spec.pop("report", None)
+    hierfair.run(spec, out=str(tmp_path), jobs=1)
+    res = hierfair.load(str(tmp_path / "prod-u2-yunikorn-preemption"))
+    names = dict(zip(res.jobs.job, res.jobs.name))
+    assert sorted(names[j] for j in res.preemptions.job) == sorted([
+        "n-alloc2", "q-alloc2", "p-alloc1", "p-alloc2", "d-alloc2", "d-alloc4"])

@@ -65,8 +65,24 @@ def detail_table(folder: Path, name: str, runs: pd.DataFrame | None = None,
         parts.append(part)
     if not parts:
         return None
-    frame = pd.concat(parts, ignore_index=True)
+    frame = pd.concat(_same_categories(parts), ignore_index=True)
     return frame if columns is None else frame[[c for c in columns if c in frame.columns]]
+
+
+def _same_categories(parts: list[pd.DataFrame]) -> list[pd.DataFrame]:
+    """Give a categorical column the same categories in every run's part
+    (their union, in first-seen order), so that it stays categorical when
+    concatenated: a run stopped mid-eviction has one task state more."""
+    if len(parts) < 2:
+        return parts
+    for col in parts[0].columns:
+        cats = [p[col].cat.categories for p in parts if isinstance(p[col].dtype,
+                                                                    pd.CategoricalDtype)]
+        if len(cats) == len(parts) and any(not c.equals(cats[0]) for c in cats):
+            union = list(dict.fromkeys(x for c in cats for x in c))
+            for p in parts:
+                p[col] = p[col].cat.set_categories(union)
+    return parts
 
 
 def _assembled_by_us(folder: Path, path: Path) -> bool:

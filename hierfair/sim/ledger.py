@@ -157,10 +157,12 @@ class Ledger:
         self.on_server[server].add(task)
         return task
 
-    def stop(self, task: int, now: float, new: int) -> int:
+    def stop(self, task: int, now: float, new: int, worked_until: float | None = None) -> int:
         """A running task stops: finishes (``new`` FINISHED) or goes back to
         wait (PENDING); an evicting one goes back to wait when its eviction
-        completes.  Returns its job; a finished job has ``job_left`` 0."""
+        completes (``worked_until``: when it stopped working; ``ran`` counts
+        work, not the eviction).  Returns its job; a finished job has
+        ``job_left`` 0."""
         state = self.state
         if state[task] != RUNNING:
             if state[task] != EVICTING or new != PENDING:
@@ -170,8 +172,9 @@ class Ledger:
         job_id = self.task_job[task]
         self.on_server[self.server[task]].discard(task)
         start = self.start[task]
-        self.ran[task] += now - start
-        self.job_ran[job_id] += now - start
+        worked = (now if worked_until is None else worked_until) - start
+        self.ran[task] += worked
+        self.job_ran[job_id] += worked
         self.job_start_sum[job_id] -= start
         running = self.job_running[job_id] = self.job_running[job_id] - 1
         if not running:

@@ -54,6 +54,7 @@ from hierfair.sim.placement import Index, Placement, ServerIndex
 from hierfair.sim.policy import BasePolicy
 from hierfair.sim.server_choice import index_for, named_job, named_server, takes
 from hierfair.sim.recording import Recorder
+from hierfair.sim.stepping import HandStepping
 from hierfair.sim.stops import Eviction, TaskStops
 from hierfair.sim.result import SimulationResult, tables
 from hierfair.sim.usage import NodeUsage
@@ -65,7 +66,7 @@ from hierfair.sim.view import PolicyView
 _POLICY_STREAM = 0x9011C7
 
 
-class Simulator(TaskStops):
+class Simulator(TaskStops, HandStepping):
     """Runs one policy on one cluster, hierarchy and workload.  The policy
     sees the run through :attr:`view` alone (:class:`~hierfair.sim.view.PolicyView`)."""
 
@@ -188,7 +189,7 @@ class Simulator(TaskStops):
         without an event (a wake-up with nothing running would repeat forever)."""
         assert self._wake_at is not None
         t = self._wake_at()
-        if (t is not None and t > self._now and t not in self._wakes
+        if (t is not None and self._now < t < math.inf and t not in self._wakes
                 and self._usage.tasks[0] and any(self._ledger.pending)):
             self._wakes.add(t)
             heapq.heappush(self._events, (t, WAKE, 0, 0))
@@ -198,32 +199,6 @@ class Simulator(TaskStops):
         self._ticks += 1
         if self._deadline is not None and not self._ticks & 1023 and monotonic() > self._deadline:
             raise RunTimeout(f"time ran out at simulated time {self._now:g}")
-
-    # Manual stepping, used by `hierfair allocate` to replay the papers' static
-    # examples: everything arrives at once, then tasks finish one at a time.
-    def submit_all(self) -> None:
-        """Every job arrives now; then schedule until nothing more fits."""
-        self._manual = True
-        for job in self._jobs:
-            self._arrive(job.id)
-        self._schedule()
-        self._record_step()
-
-    def finish_earliest(self) -> bool:
-        """The earliest-started running task finishes; then schedule again.
-
-        Returns False when no task is running.
-        """
-        self._manual = True
-        running = self._ledger.running_tasks()
-        if not running:
-            return False
-        self._now += 1.0  # one churn step per unit of (fictitious) time
-        self.view.now = self._now
-        self._finish(running[0])
-        self._schedule()
-        self._record_step()
-        return True
 
     # -- transitions ---------------------------------------------------------
     def _notify(self, call: Callable[..., Any], *args: Any) -> None:
@@ -236,14 +211,16 @@ class Simulator(TaskStops):
         self._ledger.arrive(job_id, self._now)
         self._notify(self.policy.on_job_arrival, self._jobs[job_id])
 
-    def _start(self, leaf: int) -> Job:
-        """Start ``leaf``'s next task on the server placement picks; returns its job."""
+    def _start(self, leaf: int, job_id: int = -1) -> Job:
+        """Start ``leaf``'s next task (of ``job_id``, if named) on the server
+        placement picks; returns its job."""
         led = self._ledger
         queue = led.queues[leaf]
         if not queue:
             raise PolicyError(f"policy selected leaf {self.hierarchy.paths[leaf]!r}, "
                               "which has no pending task")
-        job_id = self._next_job(leaf)
+        if job_id < 0:
+            job_id = self._next_job(leaf)
         job = self._jobs[job_id]
         index = self._index
         server = self._server_for(leaf, job.demand) if self._server_for else None
@@ -320,9 +297,10 @@ class Simulator(TaskStops):
             elif not requests or not swapped:
                 return
 
-    def _begin(self, leaf: int, spent: int) -> None:
-        """Start ``leaf``'s next task and record the decision (``spent`` ns so far)."""
-        demand = self._start(leaf).demand
+    def _begin(self, leaf: int, spent: int, job: int = -1) -> None:
+        """Start ``leaf``'s next task (of ``job``, if named) and record the
+        decision (``spent`` ns so far)."""
+        demand = self._start(leaf, job).demand
         t0 = perf_counter_ns()
         self.policy.on_task_start(leaf, demand)
         self._rec.decision(self._now, leaf, spent + perf_counter_ns() - t0)

@@ -18,7 +18,7 @@ preemptions within the instant; the simulator asks it after every round and
 stops the run with its one-line reason.  States at different times are
 never compared: a policy may read the clock (PDRF's thresholds, task ages),
 so a repeat at a later time is not a loop -- a loop that spans time
-(an eviction latency, not modelled) would not be caught here; a task stopped
+(thrashing while evictions take time, Kueue #13662) is not caught here; a task stopped
 :data:`MAX_ATTEMPTS` times still ends the run as a :class:`Livelock`.
 Under ``checkpoint`` with an overhead the work left grows with every swap,
 so a same-instant swap loop ends as a Livelock, not here.

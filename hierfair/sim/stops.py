@@ -42,16 +42,19 @@ class Eviction(NamedTuple):
 
     left: float  # the work it will resume with
     beneficiary: int  # the leaf it was preempted for (-1: none named)
+    job: int  # the beneficiary's job then (the policy's job_for; -1: none)
+    since: float  # when it was preempted (it stopped working then)
 
 
 class TaskStops(_Base):
     """Finishing, interrupting and evicting tasks; server outages."""
 
-    def _stop(self, task: int, new: int) -> int:
+    def _stop(self, task: int, new: int, worked_until: float | None = None) -> int:
         """A running (or evicting) task stops (FINISHED or back to PENDING)
-        and frees its server; returns its job."""
+        and frees its server; returns its job.  ``worked_until``: when it
+        stopped working, if before now (an eviction)."""
         led = self._ledger
-        job_id = led.stop(task, self._now, new)
+        job_id = led.stop(task, self._now, new, worked_until)
         leaf, need = led.job_leaf[job_id], self._need[job_id]
         server = self.view.last_server = led.server[task]
         self._index.release(server, need)
@@ -83,8 +86,8 @@ class TaskStops(_Base):
         """Stop a running task early and queue it again (or, for a preemption
         with an eviction latency, start its eviction); returns the lost work."""
         led = self._ledger
-        if led.state[task] == EVICTING:  # killed while terminating: it is gone now
-            self._evicted(task)
+        if led.state[task] == EVICTING:  # killed while terminating: it is gone now,
+            self._evicted(task, swap=False)  # and its server with it: no swap
             return 0.0
         job_id = led.task_job[task]
         job = self._jobs[job_id]
@@ -97,9 +100,13 @@ class TaskStops(_Base):
             self._loops.preempted(job.leaf)
             latency = (job.eviction_latency if job.eviction_latency is not None
                        else self._mode.eviction_latency)
-            if latency > 0:
+            if latency > 0 and not self._manual:  # hand-stepped replays: at once
                 led.evict(task)
-                self._evictions[task] = Eviction(left, beneficiary)
+                # the job the room is for, as the policy names it now (by the
+                # time the eviction completes its choice may have moved on)
+                queue = led.queues[beneficiary] if beneficiary >= 0 else None
+                self._evictions[task] = Eviction(
+                    left, beneficiary, self._next_job(beneficiary) if queue else -1, now)
                 heapq.heappush(self._events, (now + latency, EVICTED, task, led.attempt[task]))
                 return lost
         self._stop(task, PENDING)
@@ -108,19 +115,20 @@ class TaskStops(_Base):
         self._requeue(task, job_id, left, outcome)
         return lost
 
-    def _evicted(self, task: int) -> None:
+    def _evicted(self, task: int, swap: bool = True) -> None:
         """An eviction completes: the task frees its server and waits again;
-        the leaf it was preempted for starts its next task if that now fits."""
+        the job it was preempted for starts a task if it still waits and now
+        fits (``swap``; not when the server went down with the task)."""
         led = self._ledger
         eviction = self._evictions.pop(task)
-        job_id = self._stop(task, PENDING)
+        job_id = self._stop(task, PENDING, eviction.since)
         self._rec.cut_short(led.seq[task], task, led.server[task], led.start[task],
                             self._now, _PREEMPTED)
         self._requeue(task, job_id, eviction.left, "preempted")
-        leaf = eviction.beneficiary
-        if leaf >= 0 and self._ledger.queues[leaf] and self._index.fits(
-                self._jobs[self._next_job(leaf)].demand):
-            self._begin(leaf, self._overhead_ns)
+        leaf, job = eviction.beneficiary, eviction.job
+        if (swap and job >= 0 and job in led.queues[leaf]
+                and self._index.fits(self._jobs[job].demand)):
+            self._begin(leaf, self._overhead_ns, job)
             self._overhead_ns = 0
 
     def _requeue(self, task: int, job_id: int, left: float, outcome: str) -> None:
