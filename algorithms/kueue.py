@@ -333,6 +333,8 @@ class Kueue(BasePolicy[KueueParams]):
                 drs[(path[depth], leaf)] = tree.drs(path[depth + 1], total)
 
         sticky = self._sticky if self.params.prioritize_preemptors else {}
+        wants = {leaf: frozenset(np.flatnonzero(h.request > 0).tolist())
+                 for leaf, h in heads.items()}  # the resources each head requests
 
         def less(a: Head, b: Head, cohort: int) -> bool:
             pa, pb = sticky.get(a.leaf) == a.job, sticky.get(b.leaf) == b.job
@@ -340,8 +342,8 @@ class Kueue(BasePolicy[KueueParams]):
                 return pa
             da, db = drs[(cohort, a.leaf)], drs[(cohort, b.leaf)]
             if self.params.prioritize_non_borrowing:
-                ba = bool(da.borrowed & set(np.flatnonzero(a.request > 0).tolist()))
-                bb = bool(db.borrowed & set(np.flatnonzero(b.request > 0).tolist()))
+                ba = bool(da.borrowed & wants[a.leaf])
+                bb = bool(db.borrowed & wants[b.leaf])
                 if ba != bb:
                     return not ba
             c = compare_drs(da, db, self._ratio)

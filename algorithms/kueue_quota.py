@@ -103,14 +103,20 @@ class QuotaTree:
         self.potential = pa
         #: root, ..., node for every node
         self.paths = [h.path_from_root(i) for i in range(n)]
+        # non-root nodes by depth, deepest first, each level in descending
+        # index order: :meth:`usage` adds a level at a time in exactly the
+        # order a reverse pre-order walk would (the same floating-point sums)
+        depth = np.array([len(p) - 1 for p in self.paths])
+        self._levels = [(lvl := np.flatnonzero(depth == d)[::-1], self.parent[lvl],
+                         self.local_quota[lvl]) for d in range(int(depth.max()), 0, -1)]
 
     # -- what depends on usage (``u``: usage per node, CQ rows set, cohorts 0) --
     def usage(self, cq_usage: np.ndarray) -> np.ndarray:
         """Every node's usage from the CQs': a cohort's is its children's above
         their localQuota."""
         u = cq_usage.copy()
-        for i in range(len(u) - 1, 0, -1):
-            u[self.parent[i]] += np.maximum(0.0, u[i] - self.local_quota[i])
+        for nodes, parents, lq in self._levels:  # unbuffered: in the order given
+            np.add.at(u, parents, np.maximum(0.0, u[nodes] - lq))
         return u
 
     def available(self, node: int, u: np.ndarray) -> np.ndarray:

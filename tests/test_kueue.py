@@ -209,3 +209,32 @@ def test_a_policy_that_reads_the_clock_is_not_taken_for_a_loop():
     result = exp.simulate(algo, 5)
     assert result.loop == "" and result.stopped_at is None
     assert result.counts["tasks_unfinished"] == 0 and result.counts["preemptions"] == 487
+
+
+def test_tree_usage_sums_as_the_reverse_preorder_walk():
+    """QuotaTree.usage adds a level at a time; the sums must be bit for bit
+    the reverse pre-order walk's (Kueue's DRS ties are float comparisons)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from hierfair.algorithms.kueue_quota import QuotaTree
+    from hierfair.experiment.spec import build_experiment
+
+    from .test_simulator import random_spec
+
+    @settings(max_examples=40, deadline=None)
+    @given(data=random_spec(), seed=st.integers(0, 2**32 - 1))
+    def check(data, seed):
+        exp = build_experiment(data)
+        h = exp.hierarchy.with_implied_quotas(exp.cluster.resources, exp.cluster.total)
+        tree = QuotaTree(h, exp.cluster.resources, exp.cluster.total)
+        rng = np.random.default_rng(seed)
+        cq = np.zeros((h.n_nodes, len(exp.cluster.resources)))
+        cq[list(h.leaves)] = rng.random((len(h.leaves), cq.shape[1])) * rng.choice(
+            [1e-9, 1.0, 1e9], size=(len(h.leaves), 1))
+        walk = cq.copy()
+        for i in range(h.n_nodes - 1, 0, -1):
+            walk[tree.parent[i]] += np.maximum(0.0, walk[i] - tree.local_quota[i])
+        assert np.array_equal(tree.usage(cq), walk)
+
+    check()
