@@ -256,3 +256,20 @@ def test_a_hand_stepped_replay_evicts_at_once():
                           "-a", "kueue", "--churn", "3"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "cq-2" in out.stdout
+
+
+def test_kueue_13662_thrash_without_a_horizon_stops_as_a_loop(tmp_path):
+    """Gate off and no stop_at: the queues thrash for as long as the tasks
+    would run (10^6 s); the run stops, with its tables, once wlA has been
+    evicted 1,000 times: status loop, a livelock line."""
+    import yaml
+
+    spec = yaml.safe_load((EXPERIMENTS / "prod-k11-kueue-desync-evictions.yaml").read_text())
+    spec["algorithms"] = [spec["algorithms"][1]]  # kueue, the gate off
+    spec["stop_at"] = None
+    spec.pop("claims")
+    runs = hierfair.run(spec, out=tmp_path, jobs=1)
+    row = runs.iloc[0]
+    assert row["status"] == "loop" and row["looped"] == 1
+    assert row["error"].startswith("livelock: task 0 (job 0, leaf thrash-cohort/cq-2)")
+    assert row["preemptions_max_job"] == 1000

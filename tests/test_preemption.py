@@ -3,6 +3,7 @@ instances, PDRF = DRF at p = 1, the hogs-and-mice trade-off, a server failure.""
 
 from __future__ import annotations
 
+import re
 from time import monotonic
 
 import numpy as np
@@ -15,7 +16,6 @@ import hierfair
 from hierfair.algorithms import make_policy
 from hierfair.experiment.results import summarize
 from hierfair.experiment.spec import build_experiment, load_spec, read_yaml
-from hierfair.sim import Livelock
 from hierfair.sim.policy import BasePolicy
 
 from .conftest import EXPERIMENTS
@@ -115,14 +115,13 @@ def test_conservation_under_preemption_and_faults(data):
     # hang; generous, as it is wall clock: the slowest example drawn so far
     # takes ~2 CPU-s, and a loaded 2-core machine stretched that past 10 s
     sim = exp.simulator(make_policy(algo.name, algo.params), 0, deadline=monotonic() + 120)
-    try:
-        result = sim.run()
-    except Livelock:
+    result = sim.run()
+    if result.loop:
         # PDRF's own rule can preempt faster than work completes (docs/
         # algorithms.md, "pdrf"; e.g. its aggressive setting with task failures
-        # and free checkpoints: a 14-s task stopped 1,000 times by t = 46 s);
-        # any other algorithm must finish.
-        assert algo.name == "pdrf", "only PDRF may livelock"
+        # and free checkpoints: a 14-s task stopped 1,000 times by t = 46 s):
+        # the run stops there as a livelock; any other algorithm must finish.
+        assert algo.name == "pdrf" and result.loop.startswith("livelock"), result.loop
         assume(False)
     check_conservation(exp, result)
 
@@ -215,7 +214,7 @@ class _PingPong(BasePolicy):
         return []
 
 
-def test_a_livelock_fails_the_run_with_a_clear_reason_instead_of_hanging(tmp_path):
+def test_a_livelock_stops_the_run_with_a_clear_reason_instead_of_hanging(tmp_path):
     # one CPU; a job arrives every second (each arrival is a step at which the
     # policy swaps the running task out): every task is stopped every 2 s
     jobs = [{"queue": "a" if k % 2 else "b", "tasks": 1, "demand": {"cpu": 1},
@@ -224,12 +223,16 @@ def test_a_livelock_fails_the_run_with_a_clear_reason_instead_of_hanging(tmp_pat
                                                         "servers": [{"capacity": {"cpu": 1}}]},
                             "hierarchy": {"a": {}, "b": {}}, "workload": {"jobs": jobs},
                             "algorithms": ["drf"]})
-    with pytest.raises(Livelock, match=r"task 0 \(job 0, leaf b\) was stopped 1000 times"):
-        exp.simulator(_PingPong(), 0).run()
-    # through a sweep: a failed run with that reason, the sweep goes on
+    result = exp.simulator(_PingPong(), 0).run()
+    assert re.match(r"livelock: task 0 \(job 0, leaf b\) was stopped 1000 times", result.loop)
+    assert result.stopped_at == 1999.0  # stopped there, its tables kept up to then
+    assert (result.preemptions["task"] == 0).sum() == 1000  # its 1,000 stops
+    # through a sweep: a loop, not a failure: the reason, the churn columns,
+    # no traceback; the sweep goes on
     spec = {**exp.spec.model_dump(mode="json"),
             "algorithms": [{"name": "tests.test_preemption:_PingPong"}, "drf"]}
     runs = hierfair.run(spec, out=tmp_path, jobs=1).set_index("label")
-    assert runs.loc["_PingPong", "status"] == "failed"
-    assert "livelock" in runs.loc["_PingPong", "error"]
+    assert runs.loc["_PingPong", "status"] == "loop"
+    assert runs.loc["_PingPong", "error"].startswith("livelock: task 0")
+    assert runs.loc["_PingPong", "looped"] == 1
     assert runs.loc["drf", "status"] == "ok"

@@ -42,7 +42,7 @@ from hierfair.sim.events import (
     Faults,
 )
 from hierfair.sim.ledger import RUNNING, Ledger
-from hierfair.sim.loops import (  # noqa: F401 - re-exported
+from hierfair.sim.loops import (  # noqa: F401 - MAX_ATTEMPTS re-exported
     MAX_ATTEMPTS,
     Interruptions,
     Livelock,
@@ -152,31 +152,34 @@ class Simulator(TaskStops, HandStepping):
                 self._stopped_at = until
                 break
             self._now = self.view.now = now
-            while events and events[0][0] == now:
-                _, kind, key, tried = heapq.heappop(events)
-                if kind == FINISH:
-                    if tried == attempt[key] and state[key] == RUNNING:  # not evicting
-                        self._finish(key)
-                elif kind == TASK_FAIL:
-                    if tried == attempt[key] and state[key] == RUNNING:
+            try:  # a livelock (one task stopped MAX_ATTEMPTS times) stops the run as a loop
+                while events and events[0][0] == now:
+                    _, kind, key, tried = heapq.heappop(events)
+                    if kind == FINISH:
+                        if tried == attempt[key] and state[key] == RUNNING:  # not evicting
+                            self._finish(key)
+                    elif kind == TASK_FAIL:
+                        if tried == attempt[key] and state[key] == RUNNING:
+                            self._faulted += 1
+                            self._interrupt(key, "failed")
+                    elif kind == DOWN:
                         self._faulted += 1
-                        self._interrupt(key, "failed")
-                elif kind == DOWN:
-                    self._faulted += 1
-                    self._server_down(key)
-                elif kind == UP:
-                    self._faulted += 1
-                    self._server_up(key)
-                elif kind == ARRIVAL:
-                    self._arrive(key)
-                elif kind == EVICTED:
-                    if tried == attempt[key]:  # not killed with its server meanwhile
-                        self._evicted(key)
-                else:  # WAKE: the policy asked for a round now
-                    self._wakes.discard(now)
-            self._schedule()
-            if self._wake_at is not None:
-                self._ask_wake()
+                        self._server_down(key)
+                    elif kind == UP:
+                        self._faulted += 1
+                        self._server_up(key)
+                    elif kind == ARRIVAL:
+                        self._arrive(key)
+                    elif kind == EVICTED:
+                        if tried == attempt[key]:  # not killed with its server meanwhile
+                            self._evicted(key)
+                    else:  # WAKE: the policy asked for a round now
+                        self._wakes.discard(now)
+                self._schedule()
+                if self._wake_at is not None:
+                    self._ask_wake()
+            except Livelock as exc:
+                self._loops.stop(str(exc), now)
             self._record_step()
             if self._loops.reason:
                 self._stopped_at = now

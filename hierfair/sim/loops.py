@@ -19,7 +19,7 @@ stops the run with its one-line reason.  States at different times are
 never compared: a policy may read the clock (PDRF's thresholds, task ages),
 so a repeat at a later time is not a loop -- a loop that spans time
 (thrashing while evictions take time, Kueue #13662) is not caught here; a task stopped
-:data:`MAX_ATTEMPTS` times still ends the run as a :class:`Livelock`.
+:data:`MAX_ATTEMPTS` times stops the run as a loop too (a :class:`Livelock`).
 Under ``checkpoint`` with an overhead the work left grows with every swap,
 so a same-instant swap loop ends as a Livelock, not here.
 """
@@ -41,7 +41,10 @@ class RunTimeout(Exception):
 class Livelock(RuntimeError):
     """A task was stopped :data:`MAX_ATTEMPTS` times without finishing: the
     run would never end (a policy that preempts faster than work completes,
-    e.g. PDRF with a small threshold; docs/algorithms.md, "pdrf")."""
+    e.g. PDRF with a small threshold; docs/algorithms.md, "pdrf"; or queues
+    that thrash while evictions take time, Kueue #13662).  The simulator stops
+    the run there as a loop (status ``loop``, tables kept), as it does a
+    same-instant one."""
 
 
 #: Attempts of one task after which a run is declared livelocked.  Outages
@@ -81,6 +84,11 @@ class LoopWatch:
         self.reason = ""
         #: When it was found (None while none).
         self.found_at: float | None = None
+
+    def stop(self, reason: str, now: float) -> None:
+        """A loop found elsewhere (a livelock: a task stopped
+        :data:`MAX_ATTEMPTS` times, a loop that spans time) stops the run too."""
+        self.reason, self.found_at = reason, now
 
     def preempted(self, leaf: int) -> None:
         self._victims.append(leaf)
