@@ -93,6 +93,10 @@ class KueueParams(Strict):
     #: wins the tournament and keeps its quota reserved, so a workload
     #: evicted earlier cannot be readmitted in the gap.
     prioritize_preemptors: bool = False
+    #: How a DRS tie between target ClusterQueues is broken in ``nextTarget``:
+    #: by ``CandidatesOrdering`` of their first candidates (PR #6764), or at
+    #: random, as Go's set order did before it (the run's seeded stream).
+    target_ties: Literal["ordering", "random"] = "ordering"
 
 
 class Head(NamedTuple):
@@ -282,7 +286,8 @@ class Kueue(BasePolicy[KueueParams]):
         return Nomination("preempt", tuple(fair_preemptions(
             tree, cq_usage, preemptor, self._candidates(preemptor, u, claimed),
             self.params.strategies,
-            self.params.preempt_within_nominal, self._ratio)))
+            self.params.preempt_within_nominal, self._ratio,
+            self.state.rng if self.params.target_ties == "random" else None)))
 
     def _may_reclaim(self, leaf: int, u: np.ndarray, request: np.ndarray) -> bool:
         """``FindHeightOfLowestSubtreeThatFits`` is below the root: some node

@@ -87,8 +87,12 @@ class FairPreemption:
 
     def __init__(self, tree: QuotaTree, cq_usage: np.ndarray, preemptor: Preemptor,
                  candidates: list[Candidate], within_nominal_gate: bool,
-                 zero_weight_ratio: bool) -> None:
+                 zero_weight_ratio: bool, random_ties: np.random.Generator | None = None
+                 ) -> None:
         self.tree = tree
+        #: before PR #6764 a DRS tie between target CQs went to whichever Go's
+        #: set order gave last (``drs >= highestCqDrs``): uniformly at random
+        self.random_ties = random_ties
         self.p = preemptor
         self.u = cq_usage.copy()
         self.u[preemptor.leaf] += preemptor.request  # SimulateUsageAddition
@@ -127,6 +131,7 @@ class FairPreemption:
         tree, h = self.tree, self.tree.hierarchy
         best_q: tuple[int, DRS] | None = None
         best_k: tuple[int, DRS] | None = None
+        ties = 0  # CQs tied at best_q's DRS so far (random_ties)
         for child in h.children[node]:
             if child in pruned:
                 continue
@@ -135,7 +140,12 @@ class FairPreemption:
                 if (not d.borrowing and child != self.p.leaf) or not queues.get(child):
                     pruned.add(child)
                 elif best_q is None:
-                    best_q = (child, d)
+                    best_q, ties = (child, d), 1
+                elif self.random_ties is not None:  # reservoir: each tied CQ alike
+                    c = self.compare(d, best_q[1])
+                    ties = 1 if c > 0 else ties + 1 if c == 0 else ties
+                    if c > 0 or (c == 0 and self.random_ties.random() * ties < 1):
+                        best_q = (child, d)
                 else:
                     c = self.compare(d, best_q[1])
                     first = ordering(queues[child][0], self.p.leaf)
@@ -224,12 +234,13 @@ class FairPreemption:
 def fair_preemptions(tree: QuotaTree, cq_usage: np.ndarray, preemptor: Preemptor,
                      candidates: list[Candidate], strategies: list[str],
                      within_nominal_gate: bool = True,
-                     zero_weight_ratio: bool = True) -> list[Candidate]:
+                     zero_weight_ratio: bool = True,
+                     random_ties: np.random.Generator | None = None) -> list[Candidate]:
     """The victims that let ``preemptor`` in, or [] (never a partial set)."""
     if not candidates:
         return []
     run = FairPreemption(tree, cq_usage, preemptor, candidates, within_nominal_gate,
-                         zero_weight_ratio)
+                         zero_weight_ratio, random_ties)
     compare = run.compare
     rules: dict[str, Strategy] = {
         "S2-a": lambda p, old, new: compare(p, new) <= 0,

@@ -238,3 +238,27 @@ def test_tree_usage_sums_as_the_reverse_preorder_walk():
         assert np.array_equal(tree.usage(cq), walk)
 
     check()
+
+
+def test_before_pr_6764_a_target_tie_goes_either_way():
+    """K4 with 5-s evictions: the fixed order always evicts B's workload
+    alone (the CQ whose first candidate is already evicted wins the tie at
+    every re-planning); before #6764 the tie is drawn each time, so some
+    seeds evict A's too while B's eviction is in flight, and some evict A's
+    first.  The draws come from the run's seed: the same seed, the same runs."""
+    exp = load_spec(EXPERIMENTS / "prod-k4-kueue-tie.yaml")
+    fixed = next(a for a in exp.spec.algorithms if a.display == "kueue")
+    before = next(a for a in exp.spec.algorithms if a.display == "kueue-before-6764")
+    firsts, counts = set(), set()
+    for seed in range(10):
+        r = exp.simulate(fixed, seed)
+        assert list(r.preemptions["victim"]) == ["all/best-effort-b"]
+        b = exp.simulate(before, seed)
+        victims = list(b.preemptions["victim"])
+        assert 1 <= len(victims) <= 2 and len(set(victims)) == len(victims)
+        assert (b.preemptions["time"] == 10.0).all()  # re-planned in the same instant
+        firsts.add(victims[0])
+        counts.add(len(victims))
+        again = exp.simulate(before, seed)
+        assert list(again.preemptions["task"]) == list(b.preemptions["task"])
+    assert counts == {1, 2} and firsts == {"all/best-effort-a", "all/best-effort-b"}
