@@ -117,6 +117,24 @@ class Preemptor:
             remaining is None or is_victim_queue_over_guaranteed(self.ask, remaining))
         return ok, remaining
 
+    def _shift(self, s: Snapshot, ask_q: Snapshot, v: Victim) -> tuple[str, Res]:
+        """Move ``v``'s resources from its queue to the ask's, in the
+        snapshots (both passes of ``calculateVictimsByNode`` and
+        ``calculateAdditionalVictims`` do): "skip" (put back) if its queue
+        would not stay over its guarantee, "stop" (put back) if the ask's
+        queue could not take it, else "took"; and the ask queue's remaining
+        guarantee before."""
+        ok, _ = self._may_take(s, v)
+        if not ok:
+            s.add_allocation(v.res)
+            return "skip", None
+        before = ask_q.remaining_guaranteed()
+        if before is not None and fit_in(before, v.res, True, True):
+            ask_q.add_allocation(v.res)
+            return "took", before
+        s.add_allocation(v.res)
+        return "stop", before
+
     def victims_by_node(self, free: dict[str, float], candidates: list[Victim]
                         ) -> tuple[int, list[Victim] | None]:
         """``calculateVictimsByNode``: (index of the first victim after which the
@@ -131,15 +149,10 @@ class Preemptor:
         tail: list[Victim] = []
         for v in candidates:  # first pass: useful victims first, guarantees kept
             s = queues[v.queue]
-            ok, _ = self._may_take(s, v)
-            if not ok:
-                s.add_allocation(v.res)
+            how, _ = self._shift(s, ask_q, v)
+            if how == "skip":
                 continue
-            ask_remaining = ask_q.remaining_guaranteed()
-            if ask_remaining is not None and fit_in(ask_remaining, v.res, True, True):
-                ask_q.add_allocation(v.res)
-            else:
-                s.add_allocation(v.res)
+            if how == "stop":
                 break
             shortfall = sub_eliminate_negative(self.ask, available)
             if equals_or_empty(shortfall, sub_eliminate_negative(self.ask, add(available, v.res))):
@@ -202,15 +215,10 @@ class Preemptor:
         out: list[Victim] = []
         for v in pool:
             s = queues[v.queue]
-            ok, _ = self._may_take(s, v)
-            if not ok:
-                s.add_allocation(v.res)
+            how, before = self._shift(s, ask_q, v)
+            if how == "skip":
                 continue
-            before = ask_q.remaining_guaranteed()
-            if before is not None and fit_in(before, v.res, True, True):
-                ask_q.add_allocation(v.res)
-            else:
-                s.add_allocation(v.res)
+            if how == "stop":
                 break
             if not equals_or_empty(before, ask_q.remaining_guaranteed()):
                 out.append(v)
