@@ -91,3 +91,16 @@ def test_every_proxy_claim_says_how_it_differs():
         for claim in read_yaml(path).get("claims") or []:
             if claim.get("proxy"):
                 assert claim.get("proxy_kind"), (path.name, claim["claim"][:60])
+
+
+def test_production_claims_are_filed_under_their_system():
+    """A production scheduler's claim is grouped under its system in the
+    report (its source names it first), not under "other sources"."""
+    import yaml
+
+    from hierfair.report.fmt import paper_of
+
+    systems = {"KUEUE", "VOLCANO", "YARN", "MESOS", "YUNIKORN"}
+    for path in sorted(EXPERIMENTS.glob("prod-*.yaml")):
+        for claim in yaml.safe_load(path.read_text()).get("claims") or []:
+            assert paper_of(claim["source"]) in systems, (path.name, claim["source"])
