@@ -39,10 +39,15 @@ RULES = {
     "hdrf": "H-DRF: rescales demanding children to the smallest share and ignores "
             "blocked ones (§3.4), so a parent's share is not inflated by a child that "
             "cannot use more",
+    "naive-hdrf": "naive H-DRF (H-DRF §3.3): a parent's usage is the plain sum of its "
+                  "children's, so a child that cannot use more inflates its parent's share "
+                  "and starves its siblings",
     "kueue": "Kueue: DRS of quota borrowed above nominal, summed up the tree (naive "
              "aggregation), one head per queue per cycle, every head that fits admitted "
-             "whatever its DRS -- with reclaim on, a queue over its share is admitted into "
-             "room another queue's finished task freed, and evicted back at once (churn)",
+             "whatever its DRS",
+    "kueue-reclaim": "Kueue with reclaim: every head that fits is admitted whatever its DRS, "
+                     "so a queue over its share is admitted into room another queue's "
+                     "finished task freed, and evicted back at once (churn)",
     "volcano": "Volcano drf: rescales unsaturated children like H-DRF but counts saturated "
                "resources and applies weights outside the rescaling",
     "volcano-capacity": "Volcano capacity: share = allocated / deserved per queue, parents "
@@ -107,9 +112,12 @@ def _bars(ax, frame: pd.DataFrame, column: str, title: str) -> None:
 
 def figure(question: str, xlabel: str, measured: dict[str, pd.DataFrame], out: Path) -> Path:
     """One question, a panel per comparison spec."""
-    fig, axes = plt.subplots(1, len(measured), figsize=(4.2 * len(measured), 3.2),
-                             squeeze=False)
-    for ax, (name, frame) in zip(axes[0], measured.items()):
+    cols = min(3, len(measured))  # at most three panels a row: legible at page width
+    rows = -(-len(measured) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for ax in axes.flat[len(measured):]:
+        ax.set_visible(False)
+    for ax, (name, frame) in zip(axes.flat, measured.items()):
         if question == "utilisation":
             cols = [c for c in frame if c.startswith("util_")]
             mean = frame.groupby("label", sort=False)[cols].mean()
@@ -148,6 +156,13 @@ def _rule(label: str) -> str:
                  if label == k or label.startswith(k + "-")), "")
 
 
+def _because(label: str) -> str:
+    """" -- " and the rule behind ``label``'s number, or nothing (a policy
+    the page has no rule for)."""
+    rule = _rule(label)
+    return f" -- {html.escape(rule)}" if rule else ""
+
+
 def _fmt(question: str, v: float) -> str:
     if v != v:
         return "–"
@@ -179,9 +194,8 @@ def _explain(question: str, measured: dict[str, pd.DataFrame]) -> str:
                          f"{_fmt(question, mean[worst])}.</li>")
             continue
         lines.append(f"<li><b>{html.escape(name)}</b>: most {html.escape(worst)} "
-                     f"({_fmt(question, mean[worst])}) -- {html.escape(_rule(worst))}; least "
-                     f"{html.escape(best)} ({_fmt(question, mean[best])}) -- "
-                     f"{html.escape(_rule(best))}.</li>")
+                     f"({_fmt(question, mean[worst])}){_because(worst)}; least "
+                     f"{html.escape(best)} ({_fmt(question, mean[best])}){_because(best)}.</li>")
     return "".join(rows) + "</table><ul>" + "".join(lines) + "</ul>"
 
 
@@ -216,7 +230,7 @@ def leaf_table(name: str, leaves: pd.DataFrame) -> str:
                     + "".join(cells) + "</tr>")
     notes = "".join(f"<li><b>{html.escape(lab)}</b> leaves {html.escape(', '.join(ls))} "
                     "below its guarantee more than H-DRF does"
-                    + (f": {html.escape(_rule(lab))}" if _rule(lab) else "") + ".</li>"
+                    + _because(lab).replace(" -- ", ": ", 1) + ".</li>"
                     for lab, ls in marked.items())
     return (f"<h3>{html.escape(name)}</h3>" + "".join(rows) + "</table>"
             + (f"<ul>{notes}</ul>" if notes else "<p>No policy leaves a leaf below its "
