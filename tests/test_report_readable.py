@@ -433,3 +433,15 @@ def test_a_mapping_grid_value_is_named_by_the_fields_that_differ():
     # as runs.parquet keeps it: JSON
     import json
     assert _distinct(json.dumps(readings[1]), [json.dumps(r) for r in readings]) == "{keep: all}"
+
+
+def test_grid_axes_are_named_so_they_can_be_told_apart():
+    """A grid over two jobs' queues names each by enough of its path
+    (prod-y3's panels read "queue=..., queue=..." before)."""
+    from hierfair.report.fmt import axis_names
+
+    assert axis_names(["workload.jobs[0].queue", "workload.jobs[1].queue"]) == {
+        "workload.jobs[0].queue": "jobs[0].queue", "workload.jobs[1].queue": "jobs[1].queue"}
+    assert axis_names(["cluster.heterogeneity", "workload.arrivals.offered_load"]) == {
+        "cluster.heterogeneity": "heterogeneity", "workload.arrivals.offered_load": "offered_load"}
+    assert axis_names(["a.b.x", "c.b.x"]) == {"a.b.x": "a.b.x", "c.b.x": "c.b.x"}

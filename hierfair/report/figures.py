@@ -32,7 +32,7 @@ from hierfair.experiment.detail import detail_table  # noqa: E402
 from hierfair.experiment.manifest import Manifest  # noqa: E402
 from hierfair.experiment.results import atomic_path  # noqa: E402
 from hierfair.experiment.spec import load_saved  # noqa: E402
-from hierfair.report.fmt import distinct, num, short_key  # noqa: E402
+from hierfair.report.fmt import axis_names, distinct, num, short_key  # noqa: E402
 
 #: Figures facet by grid point: beyond this many, evenly spaced ones are drawn
 #: (the figure's title says how many of how many).
@@ -75,7 +75,8 @@ def grid_points(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str], str]:
         runs["grid"] = ""
         return runs, [""], ""
     axis = {c: list(runs[c].dropna().unique()) for c in cols}
-    runs["grid"] = [", ".join(f"{c.split('.')[-1]}={_value(distinct(v, axis[c]))}"
+    named = axis_names(cols)
+    runs["grid"] = [", ".join(f"{named[c]}={_value(distinct(v, axis[c]))}"
                               for c, v in zip(cols, row))
                     for row in runs[cols].itertuples(index=False)]
     order = "grid_point" if "grid_point" in runs else cols[0]

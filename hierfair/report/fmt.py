@@ -96,6 +96,19 @@ def short_key(key: str) -> str:
     return ".".join(str(key).split(".")[-2:])
 
 
+def axis_names(keys: list[str]) -> dict[str, str]:
+    """Each grid path by its last part, or by as many more as it takes to
+    tell it from the others (``jobs[0].queue``, ``jobs[1].queue``)."""
+    split = {k: str(k).split(".") for k in keys}
+    out = {}
+    for k, parts in split.items():
+        n = 1
+        while n < len(parts) and sum(p[-n:] == parts[-n:] for p in split.values()) > 1:
+            n += 1
+        out[k] = ".".join(parts[-n:])
+    return out
+
+
 def distinct(value: Any, values: list[Any]) -> Any:
     """A grid value as the report names it: a mapping (a headroom reading),
     or its JSON as runs.parquet keeps it, only by the fields in which the
