@@ -105,8 +105,10 @@ def _printable(text: str) -> str:
 
 
 def _show(value: Any) -> str:
+    """The value's repr, at most 80 characters: its middle elided, so that a
+    long path keeps its file name (and a long list its last item)."""
     text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return text if len(text) <= 80 else text[:38] + "..." + text[-39:]
 
 
 #: The names pydantic gives the branches of a union type in an error's location
