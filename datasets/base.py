@@ -155,6 +155,7 @@ def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
     """Check jobs against the cluster and hierarchy, then number them in
     arrival order (submit time; listed order breaks ties)."""
     jobs = []
+    fits: dict[tuple[bytes, frozenset[str]], bool] = {}  # a trace repeats few shapes
     for r in raw:
         if r.queue not in hierarchy:
             leaves = [hierarchy.paths[x] for x in hierarchy.leaves]
@@ -182,7 +183,10 @@ def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
         need = hierarchy.requires_of(leaf) | r.requires
         if need:
             demand = constrained(demand, need, cluster, r.where)
-        if not cluster.fits_somewhere(demand):
+        shape = (demand.tobytes(), need)
+        if shape not in fits:
+            fits[shape] = cluster.fits_somewhere(demand)
+        if not fits[shape]:
             allowed = cluster.capacities if not need else cluster.capacities[cluster.carrying(need)]
             biggest = allowed.max(axis=0)
             raise SpecError(

@@ -45,7 +45,6 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import linprog
 
 Array = NDArray[np.float64]
 
@@ -154,6 +153,8 @@ def feasibility_violations(
 def _lp(c: Array, A: Array, b: Array, n_free: int = 0) -> Array:
     """Minimise ``c @ v`` s.t. ``A v <= b``, first variables >= 0, last ``n_free`` free."""
     bounds = [(0, None)] * (len(c) - n_free) + [(None, None)] * n_free
+    from scipy.optimize import linprog  # here: 0.4 s of every command's start-up
+
     res = linprog(c, A_ub=A, b_ub=b, bounds=bounds, method="highs-ds", options=_HIGHS)
     if res.status != 0:
         raise RuntimeError(f"LP failed: {res.message}")
