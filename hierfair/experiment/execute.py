@@ -25,6 +25,7 @@ from hierfair.experiment.cache import _identity, code_version
 from hierfair.experiment.detail import DETAIL_TABLES
 from hierfair.experiment.manifest import SUMMARY, TRACEBACK, clear_run, file_digest
 from hierfair.experiment.plan import PlannedRun, _digest
+from hierfair.experiment.progress import RunProgress
 from hierfair.experiment.results import summarize, write_parquet, write_text
 from hierfair.experiment.spec import Experiment, build_experiment
 from hierfair.sim import Livelock, RunTimeout
@@ -41,9 +42,12 @@ def _experiment(spec_json: str, source: str, data_dir: str | None, input_id: str
 
 
 def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
-            timeout: float | None, reraise: bool = False) -> dict[str, Any]:
+            timeout: float | None, reraise: bool = False,
+            progress_every: float | None = None) -> dict[str, Any]:
     """Run one simulation; write its details and summary; return its row.
-    ``reraise``: a bug in the run is recorded, then raised (``--pdb``)."""
+    ``reraise``: a bug in the run is recorded, then raised (``--pdb``);
+    ``progress_every``: seconds between progress lines inside the run
+    (:class:`~hierfair.experiment.progress.RunProgress`; None: none)."""
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     row: dict[str, Any] = {"status": "ok", "error": "", "traceback": "", "warnings": ""}
@@ -52,7 +56,7 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
     clear_run(run_dir, DETAIL_TABLES)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        bug = _simulate(run, row, run_dir, source, data_dir, timeout)
+        bug = _simulate(run, row, run_dir, source, data_dir, timeout, progress_every)
     # numpy's and pandas' warnings are recorded with the run, never printed raw
     row["warnings"] = "; ".join(dict.fromkeys(str(w.message) for w in caught))
     row.update(_identity(run))
@@ -72,16 +76,25 @@ def execute(run: PlannedRun, folder: str, source: str, data_dir: str | None,
 
 
 def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
-              data_dir: str | None, timeout: float | None) -> Exception | None:
+              data_dir: str | None, timeout: float | None,
+              progress_every: float | None = None) -> Exception | None:
     """Run the simulation into ``row`` and ``run_dir``; any failure is
     recorded, a bug's traceback too (returned, for ``--pdb``)."""
+    progress = (RunProgress(f"{run.spec_data['name']}: {run.run_id}", progress_every)
+                if progress_every else None)
     try:
         exp = _experiment(json.dumps(run.spec_data, sort_keys=True), source, data_dir,
                           run.input_id)
         deadline = time.monotonic() + timeout if timeout else None
+        watch = progress.watch(deadline) if progress else None
         sim = exp.simulator(make_policy(run.algorithm["name"], run.algorithm.get("params")),
-                            run.seed, deadline=deadline, placement=run.algorithm.get("placement"))
-        result = sim.run(until=exp.spec.stop_at)
+                            run.seed, deadline=deadline, placement=run.algorithm.get("placement"),
+                            watch=watch)
+        try:
+            result = sim.run(until=exp.spec.stop_at)
+        finally:
+            if progress:
+                progress.close()
         row.update(summarize(result, **exp.spec.metrics.model_dump()))
         row["workload_source"] = result.workload_source
         workload = exp.workload(run.seed)

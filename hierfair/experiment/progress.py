@@ -1,16 +1,26 @@
-"""A sweep's progress on stderr: runs done of all, elapsed time and ETA.
+"""Progress on stderr: a sweep's runs done of all, and how far a long run is.
 
 On a terminal, tqdm's bar; elsewhere (logs, CI, a pipe) one plain line per
-run, which a bar's carriage returns would garble.
+run, which a bar's carriage returns would garble.  Inside a run
+(:class:`RunProgress`): a bar of simulated time on a terminal when the run
+executes in the command's own process, else one line every few minutes (a
+worker's lines would garble the command's bar).
 """
 
 from __future__ import annotations
 
+import math
+import multiprocessing
 import sys
 import time
 from typing import Any
 
 from tqdm import tqdm
+
+from hierfair.sim.watch import Standing, Watch
+
+#: A run's bar appears only once it has run this long (short runs never flash one).
+BAR_AFTER = 2.0
 
 
 class Progress:
@@ -58,6 +68,71 @@ class Progress:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
+
+
+class RunProgress:
+    """How far one run is: simulated time over its horizon, tasks finished,
+    tasks a second and the time left.  Called by the simulator's
+    :class:`~hierfair.sim.watch.Watch` at most once every :attr:`every`
+    seconds; :meth:`watch` builds that."""
+
+    def __init__(self, name: str, every: float, stream: Any = None,
+                 bar: bool | None = None) -> None:
+        self.name = name
+        self.stream = stream or sys.stderr
+        if bar is None:  # a bar only on a terminal, from the command's own process
+            bar = (bool(getattr(self.stream, "isatty", lambda: False)())
+                   and multiprocessing.parent_process() is None)
+        self.use_bar = bar
+        #: seconds between lines (a bar is redrawn twice a second)
+        self.every = 0.5 if bar else every
+        self.t0 = time.monotonic()
+        self.bar: tqdm | None = None
+
+    def watch(self, deadline: float | None = None) -> Watch:
+        return Watch(deadline, self, self.every)
+
+    def __call__(self, s: Standing) -> None:
+        elapsed = time.monotonic() - self.t0
+        rate = s.done / elapsed if elapsed > 0 else 0.0
+        fraction = s.fraction
+        eta = elapsed * (1 - fraction) / fraction if fraction > 0 else math.nan
+        horizon = s.until if s.until is not None and math.isfinite(s.until) else None
+        where = (f"simulated {span(s.now, horizon)} of {span(horizon)}" if horizon is not None
+                 else f"simulated {span(s.now)}")
+        tasks = f"{s.done:,} of {s.total:,} tasks done, {rate:,.0f} tasks/s"
+        if not self.use_bar:
+            print(f"{self.name}: {where} ({fraction:.0%}), {tasks}, elapsed {clock(elapsed)}, "
+                  f"ETA {clock(eta) if math.isfinite(eta) else '?'}",
+                  file=self.stream, flush=True)
+            return
+        if elapsed < BAR_AFTER:
+            return
+        if self.bar is None:
+            self.bar = tqdm(total=1000, desc=self.name, file=self.stream, leave=False,
+                            dynamic_ncols=True,
+                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix} "
+                                       "[{elapsed}<{remaining}]")
+        self.bar.set_postfix_str(f"{where}, {tasks}", refresh=False)
+        self.bar.n = int(fraction * 1000)
+        self.bar.refresh()  # the watch calls at most twice a second
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def span(seconds: float | None, scale: float | None = None) -> str:
+    """Simulated time, readable: ``45 s``, ``12.5 min``, ``31.2 h``, ``6.5 d``,
+    in the unit ``scale`` (e.g. the horizon) would be shown in."""
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    size_of = seconds if scale is None else scale
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if size_of >= 2 * size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 def clock(seconds: float) -> str:

@@ -91,6 +91,7 @@ from hierfair.experiment.spec_yaml import _UniqueKeyLoader, read_yaml  # noqa: F
 from hierfair.sim import Faults, Interruptions, SimulationResult, Simulator
 from hierfair.sim.headroom import Headroom, KeepHeadroom
 from hierfair.sim.model import Cluster, Hierarchy, Workload
+from hierfair.sim.watch import Watch
 from hierfair.sim.placement import PLACEMENTS
 from hierfair.sim.policy import BasePolicy, own_placement
 
@@ -125,10 +126,11 @@ class Experiment:
                               placement=algo.placement).run(until=self.spec.stop_at)
 
     def simulator(self, policy: BasePolicy, seed: int, deadline: float | None = None,
-                  placement: str | None = None) -> Simulator:
+                  placement: str | None = None, watch: Watch | None = None) -> Simulator:
         """A simulator of this experiment's workload for ``seed`` under
         ``policy``, placing by ``placement`` (an algorithm entry's), else the
-        policy's own (drfh), else the cluster's."""
+        policy's own (drfh), else the cluster's; ``watch``: its deadline and
+        progress reports (else ``deadline`` alone)."""
         f = self.spec.faults
         outages = tuple((self._server(o.server, i), o.at, o.repair)
                         for i, o in enumerate(f.servers))
@@ -144,7 +146,8 @@ class Experiment:
                                                      self.spec.preemption.overhead,
                                                      self.spec.preemption.eviction_latency),
                          faults=Faults(outages, f.mtbf, f.repair, f.task_failure, seed),
-                         record_allocations="allocations" in self.spec.tables, seed=seed)
+                         record_allocations="allocations" in self.spec.tables, seed=seed,
+                         watch=watch)
 
     def headroom_vector(self, workload: Workload) -> np.ndarray:
         """``cluster.headroom``'s vector for ``workload`` (its size resolved:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections import deque
+from collections.abc import Iterator
 from enum import IntEnum
 
 import numpy as np
@@ -39,6 +40,12 @@ class TaskState(IntEnum):
 WAITING, PENDING, RUNNING, FINISHED, EVICTING = (int(s) for s in TaskState)
 
 _NAN = float("nan")
+
+#: Per-task columns with a fixed value until the task arrives (the others:
+#: ``state`` WAITING, ``left`` its duration, ``task_job`` its job).
+_TASK_FILL = {"server": ("q", -1), "start": ("d", _NAN), "finish": ("d", _NAN),
+              "seq": ("q", -1), "factor": ("d", 1.0), "attempt": ("q", 0), "ran": ("d", 0.0)}
+_PER_TASK = frozenset(("task_job", "left", *_TASK_FILL))
 
 
 def _filled(code: str, value: float, n: int) -> array:
@@ -61,18 +68,21 @@ class Ledger:
         n_tasks = self.offset[-1]
         self.n_tasks = n_tasks
         self.job_leaf = [j.leaf for j in jobs]
-        # -- per task
-        self.task_job = array("q", np.repeat(np.arange(n_jobs, dtype=np.int64), sizes).tobytes())
-        self.state = bytearray(n_tasks)  # TaskState values
-        self.server = _filled("q", -1, n_tasks)
-        self.start = _filled("d", _NAN, n_tasks)
-        self.finish = _filled("d", _NAN, n_tasks)
-        self.seq = _filled("q", -1, n_tasks)  # order of the last start
-        self.left = array("d", (np.concatenate([j.durations for j in jobs]).astype(np.float64)
-                                if n_jobs else np.zeros(0)).tobytes())  # work still to do
-        self.factor = _filled("d", 1.0, n_tasks)  # slowdown of the current attempt
-        self.attempt = _filled("q", 0, n_tasks)
-        self.ran = _filled("d", 0.0, n_tasks)  # wall time spent running, all attempts
+        # -- per task: allocated as jobs arrive (:meth:`_grow`), not for the
+        # whole workload -- a week's trace may hold millions of tasks that
+        # arrive after a run's stop; :meth:`column` and :meth:`states` give
+        # every task, the rest with what a task that never arrived holds.
+        self.task_job = array("q")
+        self.state = bytearray()  # TaskState values
+        self.server = array("q")
+        self.start = array("d")
+        self.finish = array("d")
+        self.seq = array("q")  # order of the last start
+        self.left = array("d")  # work still to do
+        self.factor = array("d")  # slowdown of the current attempt
+        self.attempt = array("q")
+        self.ran = array("d")  # wall time spent running, all attempts
+        self._grown = 0  # jobs whose tasks have columns (a prefix of the job ids)
         self.started = 0
         self.unfinished = n_tasks
         self.evicting = 0  # tasks in EVICTING
@@ -104,10 +114,30 @@ class Ledger:
         state[task] = new
 
     def states(self) -> np.ndarray:
-        return np.frombuffer(bytes(self.state), dtype=np.int8)
+        """Every task's state (WAITING for the ones that never arrived)."""
+        return np.concatenate([np.frombuffer(bytes(self.state), dtype=np.int8),
+                               np.zeros(self.n_tasks - len(self.state), dtype=np.int8)])
 
     # -- queues ----------------------------------------------------------------
+    def _grow(self, job_id: int) -> None:
+        """Give every task up to ``job_id``'s last its columns (in place: the
+        simulator holds references to them)."""
+        first = self._grown
+        if job_id < first:
+            return
+        jobs = self.jobs[first:job_id + 1]
+        n = self.offset[job_id + 1] - self.offset[first]
+        self.state.extend(bytes(n))
+        for name, (code, value) in _TASK_FILL.items():
+            getattr(self, name).extend(_filled(code, value, n))
+        self.left.extend(array("d", np.concatenate([j.durations for j in jobs])
+                               .astype(np.float64).tobytes()))
+        self.task_job.extend(array("q", np.repeat(np.arange(first, job_id + 1, dtype=np.int64),
+                                                  [j.n_tasks for j in jobs]).tobytes()))
+        self._grown = job_id + 1
+
     def arrive(self, job_id: int, now: float) -> None:
+        self._grow(job_id)
         lo, hi = self.offset[job_id], self.offset[job_id + 1]
         if self.state[lo:hi].count(WAITING) != hi - lo:
             raise PolicyError(f"job {job_id} arrived twice")
@@ -218,9 +248,42 @@ class Ledger:
         return alloc, max(0.0, alive - alloc), ran
 
     def column(self, name: str) -> np.ndarray:
-        """A copy of a per-task or per-job column as numpy."""
+        """A copy of a per-task or per-job column as numpy (per task: every
+        task's, the ones that never arrived with their initial values)."""
         col = getattr(self, name)
-        return np.frombuffer(col, dtype=np.int64 if col.typecode == "q" else np.float64).copy()
+        values = np.frombuffer(col, dtype=np.int64 if col.typecode == "q" else np.float64)
+        if name not in _PER_TASK:
+            return values.copy()
+        return np.concatenate([values, self.unarrived(name)])
+
+    def unarrived_chunks(self, name: str, size: int = 1 << 20) -> Iterator[bytes]:
+        """:meth:`unarrived`'s bytes a bounded piece at a time (a fixed value
+        repeats: one piece is made once)."""
+        if name not in _TASK_FILL:
+            yield self.unarrived(name).tobytes()
+            return
+        left = self.n_tasks - len(self.state)
+        code, value = _TASK_FILL[name]
+        piece = np.full(min(left, size), value,
+                        dtype=np.int64 if code == "q" else np.float64).tobytes()
+        width = 8
+        while left > 0:
+            n = min(left, size)
+            yield piece if n * width == len(piece) else piece[:n * width]
+            left -= n
+
+    def unarrived(self, name: str) -> np.ndarray:
+        """A per-task column's values for the tasks without columns yet."""
+        jobs = self.jobs[self._grown:]
+        if name == "left":
+            return (np.concatenate([j.durations for j in jobs]).astype(np.float64) if jobs
+                    else np.zeros(0))
+        if name == "task_job":
+            return np.repeat(np.arange(self._grown, len(self.jobs), dtype=np.int64),
+                             [j.n_tasks for j in jobs])
+        code, value = _TASK_FILL[name]
+        return np.full(self.n_tasks - len(self.state), value,
+                       dtype=np.int64 if code == "q" else np.float64)
 
     def placements(self, n_resources: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The running tasks' leaves, servers and demands (one row a task)."""

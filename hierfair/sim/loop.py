@@ -59,6 +59,7 @@ from hierfair.sim.stops import Eviction, TaskStops
 from hierfair.sim.result import SimulationResult, tables
 from hierfair.sim.usage import NodeUsage
 from hierfair.sim.view import PolicyView
+from hierfair.sim.watch import Standing, Watch
 
 
 #: Spawn key of the policy's random stream (PolicyView.rng): a spawn key,
@@ -74,7 +75,7 @@ class Simulator(TaskStops, HandStepping):
                  policy: BasePolicy, placement: Placement = "first-fit",
                  deadline: float | None = None, interruptions: Interruptions | None = None,
                  faults: Faults | None = None, record_allocations: bool = True,
-                 seed: int = 0) -> None:
+                 seed: int = 0, watch: Watch | None = None) -> None:
         self.cluster = cluster
         self.hierarchy = hierarchy
         self.workload = workload
@@ -107,7 +108,9 @@ class Simulator(TaskStops, HandStepping):
         self._record_allocations = record_allocations  # allocations.parquet (~5 rows a task)
         self._overhead_ns = 0  # policy notification time not yet charged to a decision
         self._manual = False
-        self._deadline = deadline  # a time.monotonic() value
+        # the deadline (a time.monotonic() value) and progress reports, if any
+        self._watch = watch or (Watch(deadline) if deadline is not None else None)
+        self._until: float | None = None
         self._ticks = 0
         self._stopped_at: float | None = None  # run(until=) stopped with work left
         self._loops = LoopWatch()
@@ -140,6 +143,7 @@ class Simulator(TaskStops, HandStepping):
         n_arrivals, a = len(arrivals), 0
         self._faults.plan(events, self.cluster.n_servers)
         attempt, state = led.attempt, led.state
+        self._until = until
         while (events or a < n_arrivals) and led.unfinished:
             self._tick()
             now = events[0][0] if events else math.inf
@@ -198,10 +202,18 @@ class Simulator(TaskStops, HandStepping):
             heapq.heappush(self._events, (t, WAKE, 0, 0))
 
     def _tick(self) -> None:
-        """Count work; every 1024 ticks, stop if past the deadline."""
+        """Count work; every 1024 ticks, look at the clock (:mod:`~hierfair.sim.watch`)."""
         self._ticks += 1
-        if self._deadline is not None and not self._ticks & 1023 and monotonic() > self._deadline:
-            raise RunTimeout(f"time ran out at simulated time {self._now:g}")
+        watch = self._watch
+        if watch is not None and not self._ticks & 1023 and monotonic() > watch.due:
+            self._overdue()
+
+    def _overdue(self) -> None:
+        """Past the deadline (raises) or time for a progress report."""
+        assert self._watch is not None
+        led = self._ledger
+        self._watch.overdue(Standing(self._now, self._until, led.n_tasks - led.unfinished,
+                                     led.n_tasks))
 
     # -- transitions ---------------------------------------------------------
     def _notify(self, call: Callable[..., Any], *args: Any) -> None:
@@ -313,14 +325,14 @@ class Simulator(TaskStops, HandStepping):
         and :meth:`_tick` written out: this loop runs once per task);
         returns how many tasks started."""
         select, started = self.policy.select, self.policy.on_task_start
-        decision, deadline = self._rec.decision, self._deadline
+        decision, watch = self._rec.decision, self._watch
         # decisions.parquet's columns, appended to directly
         times, leaves, spans = self._rec.decision_columns
         placed = 0
         while True:
             self._ticks += 1
-            if deadline is not None and not self._ticks & 1023 and monotonic() > deadline:
-                raise RunTimeout(f"time ran out at simulated time {self._now:g}")
+            if watch is not None and not self._ticks & 1023 and monotonic() > watch.due:
+                self._overdue()
             t0 = perf_counter_ns()
             leaf = select()
             spent = perf_counter_ns() - t0 + self._overhead_ns

@@ -103,8 +103,11 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
 
 def _schedule_digest(ledger: Ledger) -> str:
     h = hashlib.blake2b(digest_size=16)
-    for column in (ledger.server, ledger.start, ledger.finish, ledger.attempt):
-        h.update(memoryview(column).cast("B"))
+    for name in ("server", "start", "finish", "attempt"):
+        h.update(memoryview(getattr(ledger, name)).cast("B"))
+        # the tasks that never arrived, as if every task had its columns
+        for chunk in ledger.unarrived_chunks(name):
+            h.update(chunk)
     return h.hexdigest()
 
 
@@ -114,7 +117,7 @@ def _tasks(ledger: Ledger, rec: Recorder, paths: np.ndarray) -> pd.DataFrame:
     n_tasks = task_job.size
     tried = rec.attempts.column("task")  # attempts cut short, and each started task's last
     tries = np.bincount(tried, minlength=n_tasks) if tried.size else np.zeros(n_tasks, np.int64)
-    tries += np.frombuffer(ledger.state, dtype=np.uint8) >= RUNNING
+    tries += ledger.states() >= RUNNING
     offset = np.frombuffer(ledger.offset, dtype=np.int64)
     return pd.DataFrame({
         "task": np.arange(n_tasks),
@@ -168,17 +171,19 @@ def _allocations(rec: Recorder, paths: np.ndarray) -> pd.DataFrame:
 def _counts(ledger: Ledger, rec: Recorder) -> dict[str, float]:
     """What a summary needs from the task, attempt and decision tables,
     from the ledger's and recorder's arrays in place (no table built)."""
+    # the tasks with columns: those of jobs that arrived (and a few after them)
     state = np.frombuffer(ledger.state, dtype=np.uint8)
     start = np.frombuffer(ledger.start, dtype=np.float64)
     task_job = np.frombuffer(ledger.task_job, dtype=np.int64)
     arrival = np.frombuffer(ledger.job_arrival, dtype=np.float64)
-    # waited: started after its job arrived, or never started
+    # waited: started after its job arrived, or never started (as none of the rest did)
     waited = int(np.count_nonzero(np.isnan(start) | (start > arrival[task_job] + 1e-9)))
+    waited += ledger.n_tasks - state.size
     outcomes = rec.attempts.column("outcome")
     latency = rec.decisions.column("latency_ns")
     out: dict[str, float] = {
-        "tasks": state.size,
-        "tasks_unfinished": int(state.size - np.count_nonzero(state == FINISHED)),
+        "tasks": ledger.n_tasks,
+        "tasks_unfinished": int(ledger.n_tasks - np.count_nonzero(state == FINISHED)),
         "tasks_waited": waited,
         "preemptions": len(rec.preemptions),
         # churn: the most times one job was preempted, and when the last
