@@ -194,6 +194,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="Dask scheduler, e.g. tcp://host:8786 (default: a LocalCluster)")
     r.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="record a run as timed out past this wall time")
+    r.add_argument("--progress-every", type=float, default=5.0, metavar="MINUTES",
+                   help="inside a long run, a line this often (a bar on a terminal when "
+                   "runs execute in this process: --jobs 0 or 1); 0: none (default: 5)")
     r.add_argument("--force", action="store_true", help="rerun runs that have results")
     r.add_argument("--replace", action="store_true",
                    help="replace results that another spec file of the same name wrote")

@@ -118,6 +118,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.timeout is not None and not 0 < args.timeout <= MAX_TIME:
         raise SpecError(f"must be a number of seconds in (0, {MAX_TIME:g}]", where="--timeout",
                         value=args.timeout)
+    if not 0 <= args.progress_every <= MAX_TIME / 60:
+        raise SpecError(f"must be a number of minutes in [0, {MAX_TIME / 60:g}] (0: no "
+                        "progress inside a run)", where="--progress-every",
+                        value=args.progress_every)
     out = Path(args.out)
     specs = _plans(args)
     first: dict[str, str] = {}
@@ -148,6 +152,7 @@ def _run(args: argparse.Namespace) -> int:
             frame = sweep(data, out, source=path, data_dir=args.data_dir, jobs=args.jobs,
                           backend=args.backend, scheduler=args.scheduler, force=args.force,
                           timeout=args.timeout, progress=progress, planned=planned,
+                          run_progress=args.progress_every * 60 or None,
                           replace=args.replace, max_runs=args.max_runs,
                           fail_fast=args.exitfirst, debug=args.pdb)
         finally:

@@ -127,3 +127,30 @@ def test_tasks_of_jobs_that_never_arrive_get_no_columns_but_every_table_row():
     assert (led.column("task_job")[500:] == np.repeat(np.arange(10, 40), 50)).all()
     for name in ("server", "start", "left", "task_job"):  # pieces of 7, the last one short
         assert b"".join(led.unarrived_chunks(name, size=7)) == led.unarrived(name).tobytes()
+
+
+def test_the_command_prints_progress_inside_each_run_and_refuses_a_bad_interval(tmp_path, capsys):
+    import yaml
+
+    from hierfair.cli import main
+
+    from .conftest import spec_with
+
+    spec = tmp_path / "busy.yaml"
+    spec.write_text(yaml.safe_dump(spec_with(name="busy", workload={"jobs": [
+        {"queue": "A", "tasks": 4000, "demand": {"cpu": 1, "mem": 4}, "duration": 10},
+        {"queue": "B", "tasks": 4000, "demand": {"cpu": 3, "mem": 1}, "duration": 7}]},
+        tables=["jobs"])))
+    # every 6 ms: a run of 8,000 tasks reports a few times
+    assert main(["run", str(spec), "--out", str(tmp_path / "out"), "--jobs", "0",
+                 "--progress-every", "0.0001"]) == 0
+    lines = [x for x in capsys.readouterr().err.splitlines() if ": simulated " in x]
+    assert lines and all(x.startswith("busy: drf-s0-") and "of 8,000 tasks done" in x
+                         and "ETA" in x for x in lines)
+    assert main(["run", str(spec), "--out", str(tmp_path / "out"), "--force",
+                 "--progress-every", "0"]) == 0
+    assert ": simulated " not in capsys.readouterr().err
+    assert main(["run", str(spec), "--out", str(tmp_path / "out"),
+                 "--progress-every", "-1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--progress-every" in err[0] and "-1" in err[0]

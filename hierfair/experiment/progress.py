@@ -49,8 +49,10 @@ class Progress:
         elapsed = time.monotonic() - self.t0
         fresh = done - self.first
         eta = elapsed / fresh * (total - done) if fresh else 0.0
+        took = row["wall_seconds"]  # NaN: a run lost with its worker
+        took = f"{took:.2f}s" if math.isfinite(took) else "lost"
         print(f"[{done}/{total}] {self.name}: {row['run']} {row['status']} "
-              f"({row['wall_seconds']:.2f}s, elapsed {clock(elapsed)}, ETA {clock(eta)})"
+              f"({took}, elapsed {clock(elapsed)}, ETA {clock(eta)})"
               f"{status}", file=self.stream, flush=True)
 
     def _bar(self, done: int, total: int, row: dict[str, Any], status: str) -> None:

@@ -13,19 +13,22 @@ Each run gets a *run seed* derived from the base seed and the grid point
 same workload); without a grid the run seed is the base seed.  Identical runs
 (an algorithm the grid point does not touch) are planned once.
 
-Runs execute through joblib: local processes (``loky``, all cores by
-default) or a Dask cluster (``backend="dask"``, through joblib's dask
-backend; a LocalCluster when no scheduler address is given).  Results come
-back as they finish.  Each run writes its detail tables and then, last, its
-``summary.json`` under ``OUT/<spec>/runs/<run id>/`` -- atomically -- and the
-parent rewrites ``runs.parquet`` after every completion.  A run whose summary
+Runs execute on local processes (joblib's ``loky``, all cores by default)
+or on a Dask cluster (``backend="dask"`` or a ``scheduler`` address; a
+LocalCluster when no address is given), each run a future of its own.
+Results come back as they finish.  Each run writes its detail tables and
+then, last, its ``summary.json`` under ``OUT/<spec>/runs/<run id>/`` --
+atomically -- and the parent rewrites ``runs.parquet`` after every
+completion.  A run whose summary
 exists with the same key and code version is not run again, so a sweep
 killed at any point (Ctrl-C, SIGKILL) and started again runs exactly the
 missing runs.  ``force=True`` reruns everything.
 
 A run that raises is recorded with its error, one that exceeds ``timeout``
-seconds as timed out; the sweep goes on, and the caller reports failures at
-the end.
+seconds as timed out, one that every Dask worker running it died on (Dask's
+``KilledWorker``, e.g. past the workers' memory limit) as failed, "lost"; the sweep
+goes on, and the caller reports failures at the end.  A worker that dies is
+no failure: Dask runs its runs again on the others.
 
 The parts, each its own module: the grid's path syntax
 (:mod:`~hierfair.experiment.grid`), planning (:mod:`~hierfair.experiment.plan`),
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +86,7 @@ from hierfair.experiment.runs_table import (
     _write_runs,
 )
 from hierfair.experiment.spec import SeedRange
-from hierfair.experiment.workers import _backend, parallel
+from hierfair.experiment.workers import _backend
 
 # This module's own functions, and every name it defined before it was split
 # by job, for code that imports them from here.  Code looks a name up in the
@@ -113,7 +117,7 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
           progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
           max_memory: float | None = None, planned: Plan | None = None,
           replace: bool = False, max_runs: int | None = None, fail_fast: bool = False,
-          debug: bool = False) -> pd.DataFrame:
+          debug: bool = False, run_progress: float | None = None) -> pd.DataFrame:
     """Run (or reuse) every run of the spec; return runs.parquet's frame.
 
     ``planned`` is the spec's :func:`plan` when the caller already made it.
@@ -122,7 +126,8 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
     spec file wrote under the same name are replaced only with ``replace``.
     ``jobs=0`` runs in this process, without workers; ``fail_fast`` stops at
     the first failed run (:class:`RunFailed`); ``debug`` raises a run's bug
-    itself (for a debugger), in this process."""
+    itself (for a debugger), in this process; ``run_progress``: seconds
+    between progress lines inside each run (None: none)."""
     planned = planned or plan(data, source, data_dir, max_memory, max_runs=max_runs)
     base = planned.experiment
     folder = Path(out) / base.spec.name
@@ -137,7 +142,7 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
     while True:
         frame = _run_plan(planned.runs, manifest, source, data_dir, 0 if debug else jobs,
                           backend, scheduler, force, timeout, progress,
-                          base.spec.interleave, fail_fast or debug, debug)
+                          base.spec.interleave, fail_fast or debug, debug, run_progress)
         _drop_assembled(manifest)
         try:
             verdicts = evaluate(base, frame, detail_table(folder, "allocations", frame)
@@ -163,7 +168,7 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
               force: bool, timeout: float | None,
               progress: Callable[[int, int, dict[str, Any] | None], None] | None,
               interleave: bool = False, fail_fast: bool = False,
-              debug: bool = False) -> pd.DataFrame:
+              debug: bool = False, run_progress: float | None = None) -> pd.DataFrame:
     """Every run of one plan, reused from the cache or executed; runs.parquet.
     ``interleave``: the runs of one seed and grid point go to one worker.
 
@@ -172,8 +177,6 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
     (and claims.json, decided from the old rows, goes), and rows are added in
     batches as runs finish -- so an interrupted sweep leaves each run's row
     and its tables, or neither, and a rerun completes it."""
-    import joblib
-
     folder = manifest.folder
     rows: dict[str, dict[str, Any]] = {}
     todo = []
@@ -194,14 +197,15 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
         manifest.remove("claims.json")
         batch = _Batch()
         groups = _groups(todo, interleave)
-        with nullcontext(0) if jobs == 0 else _backend(backend, jobs, scheduler) as n_jobs:
+        with nullcontext() if jobs == 0 else _backend(backend, jobs, scheduler) as run_all:
             if jobs == 0:  # in this process, no worker: breakpoints and --pdb work
-                results: Any = (execute_all(g, str(folder), source, data_dir, timeout, debug)
+                results: Any = (execute_all(g, str(folder), source, data_dir, timeout, debug,
+                                             run_progress)
                                 for g in groups)
-            else:
-                results = parallel(1 if jobs == 1 else n_jobs, (
-                    joblib.delayed(execute_all)(g, str(folder), source, data_dir, timeout)
-                    for g in groups), unordered=True)
+            else:  # absolute: a Dask worker elsewhere would write under its own directory
+                results = run_all(execute_all, [(g, str(folder.absolute()), source, data_dir,
+                                                 timeout, False, run_progress)
+                                                for g in groups], _lost)
             for group_rows in results:
                 for row in group_rows:
                     rows[row["run"]] = row
@@ -213,6 +217,7 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
                         raise RunFailed(row, folder / "runs" / row["run"] / TRACEBACK)
                 if batch.due(len(group_rows), len(rows)):
                     _write_runs(rows, manifest)
+        remove_stale_temporaries(folder)  # a worker killed mid-write (its run ran again)
     return _write_runs(rows, manifest)
 
 
@@ -228,7 +233,20 @@ def _groups(todo: Sequence[PlannedRun], interleave: bool) -> list[list[PlannedRu
     return [g[s % len(g):] + g[:s % len(g)] for (_, s), g in groups.items()]
 
 
+def _lost(task: tuple, why: str) -> list[dict[str, Any]]:
+    """The rows of a group no worker could finish (each worker running it
+    died): failed, with ``why``; its folder keeps no result, so the next
+    ``hierfair run`` runs it again."""
+    now = datetime.now(UTC).isoformat()
+    return [{"status": "failed", "error": why, "traceback": "", "warnings": "",
+             **_identity(run), "code_version": code_version(), "host": "",
+             "started_at": now, "finished_at": now, "wall_seconds": float("nan")}
+            for run in task[0]]
+
+
 def execute_all(runs: Sequence[PlannedRun], folder: str, source: str, data_dir: str | None,
-                timeout: float | None, reraise: bool = False) -> list[dict[str, Any]]:
+                timeout: float | None, reraise: bool = False,
+                progress_every: float | None = None) -> list[dict[str, Any]]:
     """:func:`execute` each run in turn, in this process."""
-    return [execute(run, folder, source, data_dir, timeout, reraise) for run in runs]
+    return [execute(run, folder, source, data_dir, timeout, reraise, progress_every)
+            for run in runs]

@@ -8,8 +8,8 @@ started with SIGINT ignored, a disposition a new process inherits from the
 moment it exists (:func:`parallel`), and keep ignoring it (the initializer,
 for a worker loky starts again later).
 
-:func:`_backend` configures joblib for a sweep's runs: these local
-processes (``loky``) or a Dask cluster (``dask``).
+:func:`_backend` runs a sweep's runs: on these local processes (``loky``)
+or on a Dask cluster (``dask``; implied by a scheduler address).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from hierfair.errors import EnvironmentProblem, SpecError
@@ -58,14 +59,35 @@ def parallel(n_jobs: int, tasks: Iterable[Any], unordered: bool = False) -> Iter
             signal.signal(signal.SIGINT, before)
 
 
+#: What a sweep's runs go through (:func:`_backend`): ``fn(*task)`` for every
+#: task, results as they finish; a task whose workers all died (Dask's
+#: ``KilledWorker``) gives ``on_lost(task, why)`` instead.
+RunAll = Callable[[Callable[..., Any], Sequence[tuple], Callable[[tuple, str], Any]],
+                  Iterator[Any]]
+
+
 @contextmanager
-def _backend(backend: str, jobs: int | None, scheduler: str | None) -> Iterator[int]:
-    """Configure joblib for ``backend``; yields the n_jobs to use."""
+def _backend(backend: str, jobs: int | None, scheduler: str | None) -> Iterator[RunAll]:
+    """The :data:`RunAll` of ``backend``: local processes (``loky``; one:
+    in this process), or a Dask cluster's workers -- the one at ``scheduler``
+    whatever ``backend`` says (``--scheduler`` alone used to be ignored),
+    else a LocalCluster.
+
+    On Dask each task is a future of its own, not joblib's dask backend: a
+    task that killed every worker it ran on (past ``--memory-limit``, say)
+    made joblib wait for ever; here it is reported and the others go on."""
     import joblib
 
+    if scheduler:
+        backend = "dask"
     if backend == "loky":
+        def run_all(fn: Callable[..., Any], tasks: Sequence[tuple],
+                    on_lost: Callable[[tuple, str], Any]) -> Iterator[Any]:
+            return parallel(jobs or -1, (joblib.delayed(fn)(*task) for task in tasks),
+                            unordered=True)
+
         with quiet_workers():
-            yield jobs or -1
+            yield run_all
         return
     if backend != "dask":
         raise SpecError("unknown backend; choose loky or dask", where="--backend", value=backend)
@@ -86,9 +108,26 @@ def _backend(backend: str, jobs: int | None, scheduler: str | None) -> Iterator[
                                processes=True, dashboard_address=None)
         client = Client(cluster)
     try:
-        with joblib.parallel_config(backend="dask"):
-            yield -1
+        yield partial(_on_cluster, client)
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _on_cluster(client: Any, fn: Callable[..., Any], tasks: Sequence[tuple],
+                on_lost: Callable[[tuple, str], Any]) -> Iterator[Any]:
+    """Every task a future on the cluster; results as they finish."""
+    from dask.distributed import as_completed
+    from distributed.scheduler import KilledWorker
+
+    futures = {client.submit(fn, *task, pure=False): task for task in tasks}
+    for future in as_completed(futures):
+        task = futures.pop(future)
+        try:
+            result = future.result()
+        except KilledWorker:
+            result = on_lost(task, "lost: every Dask worker that ran it died (the workers' "
+                             "logs say why: past --memory-limit, or the machine lost)")
+        future.release()
+        yield result
