@@ -147,7 +147,7 @@ class Experiment:
                                                      self.spec.preemption.eviction_latency),
                          faults=Faults(outages, f.mtbf, f.repair, f.task_failure, seed),
                          record_allocations="allocations" in self.spec.tables, seed=seed,
-                         watch=watch)
+                         watch=watch, record_decisions="decisions" in self.spec.tables)
 
     def headroom_vector(self, workload: Workload) -> np.ndarray:
         """``cluster.headroom``'s vector for ``workload`` (its size resolved:

@@ -75,7 +75,8 @@ class Simulator(TaskStops, HandStepping):
                  policy: BasePolicy, placement: Placement = "first-fit",
                  deadline: float | None = None, interruptions: Interruptions | None = None,
                  faults: Faults | None = None, record_allocations: bool = True,
-                 seed: int = 0, watch: Watch | None = None) -> None:
+                 seed: int = 0, watch: Watch | None = None,
+                 record_decisions: bool = True) -> None:
         self.cluster = cluster
         self.hierarchy = hierarchy
         self.workload = workload
@@ -88,7 +89,7 @@ class Simulator(TaskStops, HandStepping):
         self._job_for = named_job(policy)  # the policy's choice of job (None: FIFO)
         self._cycles = bool(getattr(policy, "cycles", False))  # read once, not per instant
         self._usage = NodeUsage(hierarchy, cluster.n_resources)
-        self._rec = Recorder(cluster.resources)
+        self._rec = Recorder(cluster.resources, keep_decisions=record_decisions)
         self._mode = interruptions or Interruptions()
         self._faults = faults or Faults()
         self._task_failures = self._faults.task_failure > 0
@@ -358,6 +359,8 @@ class Simulator(TaskStops, HandStepping):
                 self._rec.allocation_rows(self._now, nodes, usage.tasks, usage.rows)
             self._dirty.clear()
         self._rec.utilization_row(self._now, tuple(map(truediv, usage.rows[0], self._scale)))
+        if not self._rec.keep_decisions:
+            self._rec.latency.bound()
 
     def placements(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The running tasks' leaves, servers and demands (one row a task)."""

@@ -8,10 +8,13 @@ fixed machine type, appended to in place and handed to pandas once at the end.
 from __future__ import annotations
 
 from array import array
+from collections import deque
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+
+from hierfair.sim.latency import LatencyLog
 
 #: How an attempt ended (attempts.parquet ``outcome``).
 OUTCOMES = ("running", "finished", "preempted", "killed", "failed")
@@ -51,7 +54,7 @@ class Columns:
 class Recorder:
     """The five recorded tables, with one cheap method per kind of row."""
 
-    def __init__(self, resources: Sequence[str]) -> None:
+    def __init__(self, resources: Sequence[str], keep_decisions: bool = True) -> None:
         self.allocations = Columns([("time", "d"), ("node", "q"), ("tasks", "q")]
                                    + [(r, "d") for r in resources])
         self.utilization = Columns([("time", "d")] + [(r, "d") for r in resources])
@@ -64,6 +67,13 @@ class Recorder:
                                     ("victim", "q"), ("beneficiary", "q"), ("lost", "d")])
         d = self.decisions
         self._d_time, self._d_leaf, self._d_ns = d.col("time"), d.col("leaf"), d.col("latency_ns")
+        #: whether the decisions table is kept; if not, only the latencies
+        #: are, in bounded memory (:mod:`~hierfair.sim.latency`)
+        self.keep_decisions = keep_decisions
+        if not keep_decisions:  # appended to, and dropped at once
+            self._d_time = self._d_leaf = deque(maxlen=0)  # type: ignore[assignment]
+        self.latency = LatencyLog(self._d_ns)
+        self.unplaced = 0  # decisions that placed nothing (leaf -1)
         #: (time, leaf, latency_ns) columns, for the simulator's per-task loop
         self.decision_columns = (self._d_time, self._d_leaf, self._d_ns)
         al = self.allocations
@@ -96,6 +106,8 @@ class Recorder:
         return both.drop(columns="seq")
 
     def decision(self, now: float, leaf: int, ns: int) -> None:
+        if leaf < 0:
+            self.unplaced += 1
         self._d_time.append(now)
         self._d_leaf.append(leaf)
         self._d_ns.append(ns)

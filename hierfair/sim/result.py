@@ -87,7 +87,7 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
          "jobs": lambda: _jobs(ledger, hierarchy),
          "allocations": lambda: _allocations(rec, paths),
          "utilization": rec.utilization.to_frame,
-         "decisions": lambda: _decisions(rec.decisions.to_frame(), paths),
+         "decisions": lambda: _decisions(rec, paths),
          "attempts": attempts_table,
          "preemptions": preemptions_table},
         resources=resources,
@@ -180,7 +180,7 @@ def _counts(ledger: Ledger, rec: Recorder) -> dict[str, float]:
     waited = int(np.count_nonzero(np.isnan(start) | (start > arrival[task_job] + 1e-9)))
     waited += ledger.n_tasks - state.size
     outcomes = rec.attempts.column("outcome")
-    latency = rec.decisions.column("latency_ns")
+    latency = rec.latency
     out: dict[str, float] = {
         "tasks": ledger.n_tasks,
         "tasks_unfinished": int(ledger.n_tasks - np.count_nonzero(state == FINISHED)),
@@ -193,21 +193,25 @@ def _counts(ledger: Ledger, rec: Recorder) -> dict[str, float]:
                             if len(rec.preemptions) else 0.0),
         "kills": int(np.count_nonzero(outcomes == OUTCOMES.index("killed"))),
         "task_failures": int(np.count_nonzero(outcomes == OUTCOMES.index("failed"))),
-        "decisions": latency.size,
-        "placements": int(np.count_nonzero(rec.decisions.column("leaf") >= 0)),
+        "decisions": latency.count,
+        "placements": latency.count - rec.unplaced,
     }
-    if latency.size:
-        p50, p99 = np.percentile(latency, [50, 99])
-        out.update(latency_mean_ns=float(latency.mean()), latency_p50_ns=float(p50),
-                   latency_p99_ns=float(p99), scheduling_seconds=float(latency.sum()) / 1e9)
+    if latency.count:
+        p50, p99 = latency.percentiles([50, 99])
+        total = latency.total()
+        out.update(latency_mean_ns=total / latency.count, latency_p50_ns=p50,
+                   latency_p99_ns=p99, scheduling_seconds=total / 1e9)
     else:
         out.update(latency_mean_ns=float("nan"), latency_p50_ns=float("nan"),
                    latency_p99_ns=float("nan"), scheduling_seconds=0.0)
     return out
 
 
-def _decisions(frame: pd.DataFrame, paths: np.ndarray) -> pd.DataFrame:
+def _decisions(rec: Recorder, paths: np.ndarray) -> pd.DataFrame:
     """The chosen leaf by path, as in every other table (None: nothing placed)."""
+    if not rec.keep_decisions:
+        raise ValueError("this run kept no decisions table (Simulator(record_decisions=False))")
+    frame = rec.decisions.to_frame()
     frame["leaf"] = _names(paths, frame["leaf"].to_numpy(), "string")
     return frame
 
