@@ -38,9 +38,12 @@ audit-production: $(STAMP)
 
 # The reproductions too long for make reproduce's 30 minutes (experiments/long/:
 # H-DRF §5.3.2 for a simulated week, about 5 hours of run time); results beside the
-# others in reports/, which the report then includes.
+# others in reports/, which the report then includes.  SCHEDULER=tcp://host:8786
+# runs them on a Dask cluster (docs/dask.md: same checkout and a shared reports/
+# on every worker).
+SCHEDULER ?=
 reproduce-long: $(STAMP)
-	$(BIN)/hierfair run experiments/long/*.yaml --out reports
+	$(BIN)/hierfair run experiments/long/*.yaml --out reports $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 	$(BIN)/hierfair report reports --catalogue docs/reproductions.md
 
 # On every core (pytest-xdist): one process was 9 min 51 s of the 10-minute
@@ -55,21 +58,35 @@ fuzz: $(STAMP)
 	HIERFAIR_FUZZ=thorough $(BIN)/python -m pytest -q tests/test_fuzz.py tests/test_attacks.py \
 	  tests/test_memory_estimate.py
 
-# asv's "existing" environment is .venv itself (--python=same): nothing is built
-# or downloaded, and the working tree is what gets measured; the results are
-# saved under .asv/results as HEAD's (commit first if the tree is dirty).
-# BENCH=regex runs a subset, e.g. BENCH=latency or BENCH=SwimDay.
+# asv runs in .venv as it is (nothing built or downloaded; the working tree is
+# what gets measured) through the plugin benchmarks/asv_env.py: environment
+# type "venv", results named venv-py3.11 rather than after the interpreter's
+# path, so two checkouts' results compare.  Saved under .asv/results/<machine>
+# as HEAD's (--set-commit-hash: asv saves nothing for an existing environment
+# without it; commit first if the tree is dirty).  MACHINE names the machine
+# (default: the host name).  BENCH=regex runs a subset, e.g. BENCH=Decision.
+# Timed benchmarks take repeated CPU-time samples in two processes each
+# (benchmarks/bench_latency.py); the whole suite took 10 minutes on this
+# 2-core machine, shared (docs/performance.md, "Catching regressions").
 BENCH ?=
+MACHINE ?= $(shell hostname)
 bench: $(STAMP)
-	$(BIN)/asv machine --yes
-	$(BIN)/asv run --python=same --set-commit-hash $$(git rev-parse HEAD) \
+	$(BIN)/asv machine --yes --machine $(MACHINE) >/dev/null
+	$(BIN)/asv run -E venv:$(BIN)/python --machine $(MACHINE) \
+		--set-commit-hash $$(git rev-parse HEAD) \
 		--show-stderr --durations 10 $(if $(BENCH),--bench '$(BENCH)')
 
-# Compares the saved results of two commits (run `make bench` at each first);
-# offline.  `asv continuous A B` instead builds both from the package index.
+# Compares the results `make bench` saved at two commits (offline): marks a
+# benchmark + (slower) or - (faster) only if the ratio passes FACTOR and asv's
+# Mann-Whitney test on the samples says they differ (p < 0.002); "~" is a
+# ratio past FACTOR that the test does not back.  FACTOR 1.2: the same code
+# measured at two machine loads differed by up to 1.09x, significantly by the
+# test alone.  `asv continuous A B` instead builds both from the package index.
+FACTOR ?= 1.2
 bench-compare: $(STAMP)
 	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make bench-compare A=<rev> B=<rev>"; exit 2; }
-	$(BIN)/asv compare --split --factor 1.1 $$(git rev-parse $(A)) $$(git rev-parse $(B))
+	$(BIN)/asv compare --machine $(MACHINE) --split --factor $(FACTOR) \
+		$$(git rev-parse $(A)) $$(git rev-parse $(B))
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

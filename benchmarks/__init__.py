@@ -1,5 +1,7 @@
 """asv benchmarks: scheduler speed tracked across commits.
 
-Run ``.venv/bin/asv run --python=same --quick`` for a local check, or
-``asv continuous main HEAD`` to compare two commits as ratios.
+``make bench`` runs them in .venv and saves the results as HEAD's; ``make
+bench-compare A=<rev> B=<rev>`` compares two saved runs (docs/performance.md,
+"Catching regressions").  Avoid ``--quick``: it takes one sample a benchmark,
+and asv compare then has only the ratio, no statistics.
 """

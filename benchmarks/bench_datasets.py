@@ -6,11 +6,15 @@ checkout and are skipped (NotImplementedError, asv's convention) without them.
 
 from __future__ import annotations
 
+import time
+
 from hierfair.datasets import full_binary
 from hierfair.datasets.google import job_table, read_task_events
 from hierfair.datasets.swim import read_swim
 
 from .workloads import trace_dir
+
+timer = time.process_time  # CPU time: the machine is shared
 
 
 class FullBinary:

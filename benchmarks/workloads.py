@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import cache
 from typing import Any
 from pathlib import Path
 
@@ -114,6 +115,24 @@ def latency_instance(levels: int, servers: int = 4, backlog: int = 512,
             demand=np.array([cpu[i], mem[i]]),
             durations=duration[i] * rng.uniform(0.5, 1.5, tasks[i]))
         for i in range(submit.size)), source=f"latency instance, {levels} levels")
+
+
+@cache
+def backlog_instance(levels: int) -> Instance:
+    """:func:`latency_instance` with only the jobs queued at time 0 (ids
+    0..511, so ids stay dense); cached: asv reruns setup before every sample."""
+    cluster, hierarchy, workload = latency_instance(levels)
+    jobs = tuple(job for job in workload.jobs if job.submit == 0)
+    return cluster, hierarchy, Workload(jobs, source=f"{workload.source}, backlog")
+
+
+def filled(algorithm: str, levels: int) -> Simulator:
+    """A simulator of ``algorithm`` on :func:`backlog_instance`, every job
+    submitted and the cluster filled (``submit_all``): ready for
+    ``finish_earliest`` steps; NotImplementedError for an unknown algorithm."""
+    sim = Simulator(*backlog_instance(levels), policy_or_skip(algorithm))
+    sim.submit_all()
+    return sim
 
 
 class _Enough(Exception):

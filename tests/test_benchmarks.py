@@ -33,15 +33,16 @@ def test_unknown_algorithm_skips():
 
 
 def test_decision_latency_benchmark():
-    stats = workloads.latency_grid(["drf", "hdrf", "no-such-policy"], [2], 40)
     bench = bench_latency.DecisionLatency()
+    assert bench.param_names == ["algorithm", "levels"]
+    assert bench_latency.LEVELS == list(range(2, 15, 2))
     for algorithm in ("drf", "hdrf"):
-        bench.setup(stats, algorithm, 2)
-        median = bench.track_median(stats, algorithm, 2)
-        assert 0 < median <= bench.track_p99(stats, algorithm, 2)
+        bench.setup(algorithm, 2)
+        before = len(bench.sim.result().decisions)
+        bench.time_churn(algorithm, 2)
+        assert len(bench.sim.result().decisions) >= before + 2 * bench_latency.STEPS
     with pytest.raises(NotImplementedError, match="no-such-policy"):
-        bench.setup(stats, "no-such-policy", 2)
-    assert bench.unit == "ns"
+        bench.setup("no-such-policy", 2)
 
 
 def test_latency_table():
@@ -97,7 +98,7 @@ def test_swim_day_throughput(trace, monkeypatch, tmp_path):
     small.write_text(yaml.safe_dump(spec))
     monkeypatch.setattr(bench_simulator, "SWIM_DAY", small)
     bench = bench_simulator.SwimDay()
+    bench_simulator._swim_day.cache_clear()
     bench.setup("drf")
-    assert bench.track_tasks_per_second("drf") > 0
-    assert bench.track_tasks_per_second.unit == "tasks/s"
+    bench.time_simulate("drf")
     bench.peakmem_simulate("drf")
