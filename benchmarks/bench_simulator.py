@@ -18,6 +18,7 @@ from hierfair.sim import Simulator
 from .workloads import flat_instance, policy_or_skip, simulate, trace_dir
 
 SWIM_DAY = Path(__file__).resolve().parent / "swim-day.yaml"
+FB2010_WEEK = Path(__file__).resolve().parent / "fb2010-week.yaml"
 
 timer = time.process_time
 
@@ -59,6 +60,50 @@ class SwimDay:
 
     def setup(self, algorithm: str) -> None:
         self.inputs = _swim_day(algorithm)
+
+    def time_simulate(self, algorithm: str) -> None:
+        simulate(*self.inputs)
+
+    def peakmem_simulate(self, algorithm: str) -> None:
+        simulate(*self.inputs)
+
+
+@cache
+def _fb2010_hour(algorithm: str) -> tuple[Experiment, AlgorithmSpec, int]:
+    """benchmarks/fb2010-week.yaml cut to the first hour of its day (the first
+    1,000 trace jobs, ~2,000 stage jobs), as contended (arrivals compressed
+    30-fold): the week's benchmark at a size asv can repeat."""
+    import yaml
+
+    from hierfair.experiment.spec import build_experiment
+
+    folder = trace_dir()
+    policy_or_skip(algorithm)
+    data = yaml.safe_load(FB2010_WEEK.read_text())
+    data["workload"].update(repeat=1, limit=1000)
+    try:
+        exp = build_experiment(data, source=str(FB2010_WEEK), data_dir=str(folder))
+        seed = exp.spec.seeds[0]
+        exp.workload(seed)
+    except SpecError as exc:
+        raise NotImplementedError(f"the FB-2010 trace is not in {folder}: {exc}") from None
+    return exp, AlgorithmSpec(name=algorithm), seed
+
+
+class FB2010Week:
+    """The datacenter benchmark (benchmarks/datacenter.py runs the whole
+    week) at its first hour: 1,200 servers, contended."""
+
+    params = ["drf", "hdrf-fast"]
+    param_names = ["algorithm"]
+    number = 1
+    repeat = (3, 5, 30.0)
+    rounds = 2
+    warmup_time = 0.1
+    timeout = 1200
+
+    def setup(self, algorithm: str) -> None:
+        self.inputs = _fb2010_hour(algorithm)
 
     def time_simulate(self, algorithm: str) -> None:
         simulate(*self.inputs)

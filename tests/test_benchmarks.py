@@ -102,3 +102,27 @@ def test_swim_day_throughput(trace, monkeypatch, tmp_path):
     bench.setup("drf")
     bench.time_simulate("drf")
     bench.peakmem_simulate("drf")
+
+
+def test_the_datacenter_weeks_first_hour_runs(trace, monkeypatch):
+    """Issue 30 item 5: asv runs the FB-2010 week spec's first hour (the
+    whole week, 22.8 M tasks, is benchmarks/datacenter.py's)."""
+    spec = yaml.safe_load(bench_simulator.FB2010_WEEK.read_text())
+    trace(spec["workload"]["files"][0])
+    monkeypatch.setenv("HIERFAIR_DATA", str(trace.of(spec)))
+    bench = bench_simulator.FB2010Week()
+    bench.setup("drf")
+    exp, _, seed = bench.inputs
+    assert exp.workload(seed).n_tasks == 197_490
+    bench.time_simulate("drf")
+
+
+def test_a_run_without_per_task_tables_is_estimated_lean():
+    """The week's 22.8 M tasks fit this machine's check only because a run
+    that keeps no per-task table is estimated by its ledger (Size.lean);
+    tests/test_memory_estimate.py holds the estimate above a measured peak."""
+    from hierfair.experiment.limits import Size
+
+    week = dict(servers=1200, nodes=10, depth=2, resources=2, jobs=283_920, tasks=22_773_933)
+    lean, full = Size(**week, lean=True).estimate_bytes(), Size(**week).estimate_bytes()
+    assert lean < 10 * 2**30 < 24 * 2**30 < full

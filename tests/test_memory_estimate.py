@@ -185,10 +185,12 @@ def measured_peak(data: dict[str, Any], folder: Path) -> int:
     return int(done.stdout.split()[-1]) * 1024  # KiB on Linux
 
 
-#: make test measures these four (the extremes: the base, tasks, nodes, the
-#: numba kernels); make fuzz (HIERFAIR_FUZZ=thorough) the whole spread.
+#: make test measures these five (the extremes: the base, tasks, nodes, the
+#: numba kernels, a lean run); make fuzz (HIERFAIR_FUZZ=thorough) the whole spread.
 QUICK = ("one task", "200k tasks, 4 jobs", "google 2,000 jobs, depth 6, hdrf-fast",
-         "full binary 16 levels, slots-k")
+         "full binary 16 levels, slots-k",
+         # a run without per-task tables is estimated lean (Size.lean; issue 30)
+         "200k tasks, jobs table only")
 MEASURED = list(SPREAD) if os.environ.get("HIERFAIR_FUZZ") == "thorough" else list(QUICK)
 
 

@@ -130,6 +130,15 @@ _RUN_SHARE = 1.25
 #: notebook, a test session) would otherwise refuse runs that fit the fresh
 #: worker processes they run in.
 _BASE_MAX = 2 * _BASE_BYTES
+#: What a task costs a run that keeps no per-task table (Size.lean): its
+#: ledger columns (73 bytes), its duration (8), its latencies (16, bounded
+#: past a million), and, per resource, two utilisation rows and their copy in
+#: the summary (+ 16 (1 + m) above).  Measured 2026-11-26: 87 bytes a task for
+#: the FB-2010 day (3.25 M tasks, drf, tables [jobs]), 190 for H-DRF's 1:20
+#: week (3.5 M tasks, tables [jobs, utilization]).
+_LEAN_TASK = 300
+#: Tables with a row per task, attempt, allocation or decision.
+PER_TASK_TABLES = frozenset({"tasks", "attempts", "allocations", "decisions"})
 #: A job list written out in a spec costs about this much per value while it
 #: is read, validated and copied into the plan: ~9 values a job, 12.7 kB a
 #: written job measured against 2 kB a generated one.
@@ -148,6 +157,9 @@ class Size:
     tasks: int
     #: trace bytes read, as text: a compressed file counts _GZIP_RATIO times
     input_bytes: int = 0
+    #: the run keeps no table with a row per task or decision (only jobs,
+    #: utilization, preemptions): what a task costs is its ledger columns
+    lean: bool = False
 
     def estimate_bytes(self, base: int = _BASE_BYTES) -> int:
         """Peak resident memory of one run, an upper bound (docs/spec.md,
@@ -167,7 +179,8 @@ class Size:
         sample).
         """
         m, path = self.resources, self.depth + 1
-        per_task = 1000 + 2 * path * (24 + 16 * (3 + m))
+        per_task = (_LEAN_TASK + 16 * (1 + m) if self.lean
+                    else 1000 + 2 * path * (24 + 16 * (3 + m)))
         per_node = 2300 + 32 * path + 32 * m
         per_job = 2500 + 16 * m
         per_server = 800 + 32 * m

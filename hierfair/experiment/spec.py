@@ -60,6 +60,7 @@ from hierfair.experiment.cluster_build import (  # noqa: F401 - re-exported
     zero_weight_problems,
 )
 from hierfair.experiment.limits import (
+    PER_TASK_TABLES,
     Size,
     check_expansion,
     check_memory,
@@ -323,7 +324,8 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
                 raise SpecError.combine(own)
         _check_size(Size(cluster.n_servers, hierarchy.n_nodes, int(hierarchy.depth.max()),
                          len(cluster.resources), len(workload.jobs), workload.n_tasks,
-                         text_bytes([(f.name, f.size) for f in workload.inputs])),
+                         text_bytes([(f.name, f.size) for f in workload.inputs]),
+                         lean=not PER_TASK_TABLES & set(spec.tables)),
                     max_memory)
     else:
         parse_workload(spec.workload)  # params only
@@ -351,7 +353,8 @@ def _size_from_spec(spec: Spec) -> Size:
         nodes, depth = _count_nodes(h)
     kind, params, _, _ = parse_workload(spec.workload)
     jobs, tasks = kind.size(params) if kind.size else (0, 0)
-    return Size(servers, nodes, depth, resources, jobs, tasks)
+    return Size(servers, nodes, depth, resources, jobs, tasks,
+                lean=not PER_TASK_TABLES & set(spec.tables))
 
 
 def _count_nodes(tree: Any, depth: int = 0) -> tuple[int, int]:
