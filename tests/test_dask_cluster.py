@@ -262,3 +262,23 @@ def test_a_task_that_kills_its_workers_is_reported_and_the_others_go_on():
     assert len(results) == 2 and 0 in results
     lost = next(r for r in results if r != 0)
     assert lost[:2] == ("lost", (1,)) and "every Dask worker that ran it died" in lost[2]
+
+
+def test_a_lost_group_keeps_the_rows_of_its_runs_that_finished(tmp_path):
+    """A group (interleaved runs) whose worker died after its first run had
+    written its summary: that run keeps its row; only the rest are lost."""
+    from hierfair.experiment.plan import plan
+    from hierfair.experiment.sweep import _lost, sweep
+
+    from .conftest import spec_with
+
+    data = spec_with(name="lostgroup", algorithms=["drf", "fifo"])
+    sweep(data, tmp_path, jobs=0)
+    runs = plan(data).runs
+    folder = tmp_path / "lostgroup"
+    done = folder / "runs" / runs[1].run_id
+    for f in done.iterdir():  # the second run never finished
+        f.unlink()
+    rows = _lost((runs, str(folder)), "lost: every Dask worker that ran it died")
+    assert [r["status"] for r in rows] == ["ok", "failed"]
+    assert rows[0]["run"] == runs[0].run_id and rows[1]["error"].startswith("lost:")

@@ -100,33 +100,66 @@ def test_a_worker_on_a_terminal_prints_lines_not_a_bar():
 
 def test_tasks_of_jobs_that_never_arrive_get_no_columns_but_every_table_row():
     """Issue 30: a run stopped before most of its workload arrives holds
-    columns only for what arrived; its tables still list every task."""
-    jobs = [{"queue": "A" if i % 2 else "B", "tasks": 50, "demand": {"cpu": 1, "mem": 1},
+    columns only for what arrived (and 64k tasks to spare); its tables
+    still list every task."""
+    jobs = [{"queue": "A" if i % 2 else "B", "tasks": 5000, "demand": {"cpu": 1, "mem": 1},
              "duration": 5, "submit": 10 * i} for i in range(40)]
-    exp = experiment(workload={"jobs": jobs})
+    exp = experiment(workload={"jobs": jobs}, tables=["jobs", "tasks"])
     sim = exp.simulator(make_policy("drf"), 0)
     result = sim.run(until=95)  # jobs 0-9 arrived
     led = sim._ledger
-    assert len(led.state) == len(led.server) == len(led.left) == 10 * 50
+    # the first arrival grew the columns to the job holding task 65,535 (job 13)
+    assert len(led.state) == len(led.server) == len(led.left) == 14 * 5000
     tasks = result.tasks
-    assert len(tasks) == 2000 and result.counts["tasks"] == 2000
+    assert len(tasks) == 200_000 and result.counts["tasks"] == 200_000
     later = tasks[tasks["job"] >= 10]
     assert (later["state"] == "waiting").all() and (later["server"] == -1).all()
     assert later["start"].isna().all() and (later["ran"] == 0).all()
     assert (later["attempts"] == 0).all()
-    assert (later["index"].to_numpy() == np.tile(np.arange(50), 30)).all()
-    assert result.counts["tasks_unfinished"] == 2000 - (tasks["state"] == "finished").sum()
-    assert result.counts["tasks_waited"] >= 1500
+    assert (later["index"].to_numpy() == np.tile(np.arange(5000), 30)).all()
+    finished = (tasks["state"] == "finished").sum()
+    assert result.counts["tasks_unfinished"] == 200_000 - finished > 150_000
+    assert result.counts["tasks_waited"] >= 150_000
     # the digest is the one of every task's columns, the unarrived at their initial values
     import hashlib
     h = hashlib.blake2b(digest_size=16)
     for name in ("server", "start", "finish", "attempt"):
         h.update(led.column(name).tobytes())
     assert result.schedule_digest == h.hexdigest()
-    assert (led.column("left")[500:] == 5.0).all()
-    assert (led.column("task_job")[500:] == np.repeat(np.arange(10, 40), 50)).all()
+    assert (led.column("left")[50_000:] == 5.0).all()
+    assert (led.column("task_job")[50_000:] == np.repeat(np.arange(10, 40), 5000)).all()
     for name in ("server", "start", "left", "task_job"):  # pieces of 7, the last one short
         assert b"".join(led.unarrived_chunks(name, size=7)) == led.unarrived(name).tobytes()
+
+
+def test_a_policy_naming_a_task_that_has_not_arrived_is_told_so():
+    from hierfair.errors import PolicyError
+    from hierfair.sim.policy import BasePolicy  # noqa: F401 - the contract's base
+
+    exp = experiment(workload={"jobs": [
+        {"queue": "A", "tasks": 2, "demand": {"cpu": 1, "mem": 1}, "duration": 5},
+        {"queue": "B", "tasks": 2, "demand": {"cpu": 1, "mem": 1}, "duration": 5,
+         "submit": 10**6}]})
+    policy = make_policy("drf")
+    sim = exp.simulator(policy, 0)
+    policy.preemptions = lambda: [(10**8, -1)]  # type: ignore[method-assign]
+    with pytest.raises(PolicyError, match="which is not running"):
+        sim.run(until=1)
+    assert sim.view.evicting(10**8) is False
+    with pytest.raises(PolicyError, match="has started"):
+        sim.view.task_info(10**8)
+
+
+def test_a_reporter_that_fails_stops_reporting_not_the_run():
+    def broken(standing):
+        raise BrokenPipeError("stderr closed")
+
+    exp = _busy()
+    plain = exp.simulator(make_policy("drf"), 0).run()
+    with pytest.warns(RuntimeWarning, match="progress reports stopped: BrokenPipeError"):
+        watched = exp.simulator(make_policy("drf"), 0, watch=Watch(report=broken, every=0.0)
+                                ).run()
+    assert watched.schedule_digest == plain.schedule_digest
 
 
 def test_the_command_prints_progress_inside_each_run_and_refuses_a_bad_interval(tmp_path, capsys):

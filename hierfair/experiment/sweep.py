@@ -235,10 +235,13 @@ def _groups(todo: Sequence[PlannedRun], interleave: bool) -> list[list[PlannedRu
 
 def _lost(task: tuple, why: str) -> list[dict[str, Any]]:
     """The rows of a group no worker could finish (each worker running it
-    died): failed, with ``why``; its folder keeps no result, so the next
-    ``hierfair run`` runs it again."""
+    died): a run of it that did finish (its summary written before a later
+    run killed the worker) keeps its row; the others are failed, with
+    ``why``, and keep no result, so the next ``hierfair run`` runs them again."""
     now = datetime.now(UTC).isoformat()
-    return [{"status": "failed", "error": why, "traceback": "", "warnings": "",
+    folder = Path(task[1])
+    return [cached_row(run, folder) or
+            {"status": "failed", "error": why, "traceback": "", "warnings": "",
              **_identity(run), "code_version": code_version(), "host": "",
              "started_at": now, "finished_at": now, "wall_seconds": float("nan")}
             for run in task[0]]

@@ -106,7 +106,11 @@ def _backend(backend: str, jobs: int | None, scheduler: str | None) -> Iterator[
     else:
         cluster = LocalCluster(n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1,
                                processes=True, dashboard_address=None)
-        client = Client(cluster)
+        try:
+            client = Client(cluster)
+        except BaseException:
+            cluster.close()
+            raise
     try:
         yield partial(_on_cluster, client)
     finally:

@@ -291,7 +291,8 @@ class Simulator(TaskStops, HandStepping):
             if requests and self._evictions:  # already being evicted: nothing to do
                 requests = [(t, b) for t, b in requests if t not in self._evictions]
             for task, beneficiary in requests:
-                if self._ledger.state[task] != RUNNING:
+                state = self._ledger.state
+                if not 0 <= task < len(state) or state[task] != RUNNING:
                     raise PolicyError(f"policy asked to preempt task {task}, "
                                       "which is not running")
                 self._interrupt(task, "preempted", beneficiary)

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from hierfair.errors import PolicyError
 from hierfair.sim.ledger import EVICTING, Ledger
 from hierfair.sim.model import Cluster, Hierarchy, Job
 from hierfair.sim.placement import Index
@@ -177,11 +178,14 @@ class PolicyView:
     def evicting(self, task: int) -> bool:
         """Whether a running task was preempted and its eviction is in flight
         (``preemption.eviction_latency``): asking to preempt it again does nothing."""
-        return self._ledger.state[task] == EVICTING
+        state = self._ledger.state  # a task not arrived has no column yet: not evicting
+        return 0 <= task < len(state) and state[task] == EVICTING
 
     def task_info(self, task: int) -> RunningTask:
         """What a running task is: its job, leaf, server, demand and start."""
         led = self._ledger
+        if not 0 <= task < len(led.state):
+            raise PolicyError(f"no task {task} has started (task_info is for running tasks)")
         job = self._jobs[led.task_job[task]]
         return RunningTask(job.id, job.leaf, led.server[task], job.demand,
                            led.start[task])

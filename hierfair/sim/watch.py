@@ -11,6 +11,7 @@ what it shows (a bar, a log line) is the caller's business
 from __future__ import annotations
 
 import math
+import warnings
 from time import monotonic
 from typing import NamedTuple, Protocol
 
@@ -58,6 +59,11 @@ class Watch:
         if t > self.deadline:
             raise RunTimeout(f"time ran out at simulated time {standing.now:g}")
         if self.report is not None and t >= self._next:
-            self.report(standing)
-            self._next = monotonic() + self.every
+            try:
+                self.report(standing)
+            except Exception as exc:  # a closed terminal or pipe: the run goes on, unreported
+                warnings.warn(f"progress reports stopped: {type(exc).__name__}: {exc}",
+                              RuntimeWarning, stacklevel=2)
+                self.report = None
+            self._next = monotonic() + self.every if self.report is not None else math.inf
         self.due = min(self.deadline, self._next)
