@@ -1,0 +1,54 @@
+"""Peak memory of one run against how long it runs (a script, not a test;
+issue 30: a run of N days should hold about what a run of one day holds).
+
+    .venv/bin/python benchmarks/memory_days.py DAYS [LOAD] [ALGORITHM]
+
+Runs experiments/long/hdrf-fig13-7days.yaml (H-DRF §5.3.2 at 1:20) at offered
+load LOAD (default 0.5) with ALGORITHM (default hdrf-fast), seed 0, stopped
+after DAYS simulated days, in this process; prints its CPU time and peak
+resident memory (``ru_maxrss``: run each N in a fresh process).
+docs/performance.md, "Datacenter scale", records what it printed.
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from hierfair.experiment.results import summarize
+from hierfair.experiment.spec import AlgorithmSpec, build_experiment
+
+SPEC = Path(__file__).resolve().parent.parent / "experiments" / "long" / "hdrf-fig13-7days.yaml"
+
+
+def main(argv: list[str]) -> int:
+    days = float(argv[0])
+    load = float(argv[1]) if len(argv) > 1 else 0.5
+    algo = argv[2] if len(argv) > 2 else "hdrf-fast"
+    data = yaml.safe_load(SPEC.read_text())
+    data.pop("grid")
+    data.pop("claims", None)
+    data["workload"]["arrivals"]["offered_load"] = load
+    data["stop_at"] = days * 86400
+    exp = build_experiment(data, source=str(SPEC), max_memory=float("inf"))
+    exp.workload(0)
+    built = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t = time.process_time()
+    result = exp.simulate(AlgorithmSpec(name=algo), 0)
+    core = time.process_time() - t
+    summarize(result)
+    done = result.counts["tasks"] - result.counts["tasks_unfinished"]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"days={days:g} load={load:g} {algo}: tasks {result.counts['tasks']:,} finished "
+          f"{done:,}; simulation {core:.1f} CPU-s ({done / core:,.0f} tasks/CPU-s); RSS after "
+          f"building {built:,.0f} MB, peak {peak:,.0f} MB; "
+          f"{result.counts['decisions']:,} decisions")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
