@@ -90,6 +90,7 @@ from hierfair.algorithms.hdrf_fast_kernels import (  # noqa: F401 - kernels, lay
     flush,
     recompute,
     round_score,
+    set_inset,
     set_leaf,
     store_share,
     walk,
@@ -168,6 +169,7 @@ class FastHDRF(BasePolicy[NoParams]):
         none = self._none.copy()
         none.flags.writeable = False
         set_leaf(self._F, self._Z, leaf, tuple(self.state.alloc_row(leaf)), none, False, False, 0)
+        set_inset(self._Z, np.zeros(0, np.int64), False)
         walk(self._F, self._Z, self._free, 0, 0, 0)
 
     def make_index(self, cluster: Cluster, placement: Placement) -> ServerIndex:
@@ -238,11 +240,13 @@ class FastHDRF(BasePolicy[NoParams]):
         self._dirty.clear()
 
     def _apply(self, Y: int) -> None:
-        """Make ``Y`` the applied one: re-flag the groups whose membership flips."""
+        """Make ``Y`` the applied one: re-flag the groups whose membership flips
+        (a leaf not otherwise changed keeps all but its flag: set in a kernel)."""
         old, self._Y = self._Y, Y
         for sup, leaves in self._groups.items():
-            if (not sup & ~old) != (not sup & ~Y):
-                self._dirty.update(leaves)
+            inset = not sup & ~Y
+            if (not sup & ~old) != inset and leaves:
+                set_inset(self._Z, np.fromiter(leaves, np.int64, len(leaves)), inset)
                 self._counts["reflagged"] += len(leaves)
         self._stage()
 

@@ -98,6 +98,21 @@ def set_leaf(F: np.ndarray, Z: np.ndarray, leaf: int, row: tuple, demand: np.nda
 
 
 @jit
+def set_inset(Z: np.ndarray, leaves: np.ndarray, inset: bool) -> None:
+    """Re-flag demanding leaves whose only change is being in ``A`` or not (a
+    new ``Y``), staged as :func:`set_leaf` stages: everything else it would
+    store is unchanged, so one flag, not a re-read of each leaf in Python."""
+    for i in range(leaves.shape[0]):
+        leaf = leaves[i]
+        Z[INSET, leaf] = inset
+        if Z[STAGED, leaf] != Z[META, FLUSHES]:
+            Z[STAGED, leaf] = Z[META, FLUSHES]
+            k = Z[META, N_DIRTY]
+            Z[DIRTY, k] = leaf
+            Z[META, N_DIRTY] = k + 1
+
+
+@jit
 def recompute(F: np.ndarray, Z: np.ndarray, v: int) -> None:
     """One internal node from its children (the reference's ``rescaled_shares``
     for one node, operation for operation)."""

@@ -209,6 +209,18 @@ class SlotsReference(_SlotPolicy, TreeWalkPolicy[SlotParams]):
         return self.state.running / self.tree.weights
 
 
+class _ScoreMemo(dict):
+    """``memo[x] == round_score(x)``: a node's score takes few values (tasks
+    over a weight), recomputed at every start and finish along a root path;
+    a hit is one C-level look-up.  Cleared when it holds 65,536 values."""
+
+    def __missing__(self, x: float) -> float:
+        if len(self) >= 1 << 16:
+            self.clear()
+        value = self[x] = round_score(x)
+        return value
+
+
 class Slots(_SlotPolicy):
     """:class:`SlotsReference`'s walk, kept up to date per change instead of
     recomputed per decision (the same leaf at every decision; tests/test_slots.py).
@@ -230,9 +242,11 @@ class Slots(_SlotPolicy):
         self._path = [(v, *h.ancestors(v)) for v in range(n)]  # node first, root last
         self._running = [0] * n  # tasks running in the subtree
         self._score = [0.0] * n
+        self._memo = _ScoreMemo()
         # a leaf's next demand's support (which resources it asks for), None: not demanding
         self._support: list[bytes | None] = [None] * n
         self._below: list[dict[bytes, int]] = [{} for _ in range(n)]  # support -> leaves
+        self._demanding = [0] * n  # demanding leaves below, whatever their support
         self._sample: dict[bytes, np.ndarray] = {}  # a demand of each support, for fits
         self._dirty: set[int] = set()
 
@@ -240,10 +254,10 @@ class Slots(_SlotPolicy):
         self._dirty.add(leaf)
 
     def _count(self, leaf: int, delta: int) -> None:
-        running, score, w = self._running, self._score, self._w
+        running, score, w, memo = self._running, self._score, self._w, self._memo
         for v in self._path[leaf]:
-            running[v] += delta
-            score[v] = round_score(running[v] / w[v])
+            r = running[v] = running[v] + delta
+            score[v] = memo[r / w[v]]
 
     def on_task_start(self, leaf: int, demand: np.ndarray) -> None:
         self._count(leaf, 1)
@@ -262,22 +276,40 @@ class Slots(_SlotPolicy):
         self._support[leaf] = sup
         if sup is not None:
             self._sample.setdefault(sup, d)  # type: ignore[arg-type]
+        change = (sup is not None) - (old is not None)
+        demanding = self._demanding
         for v in self._path[leaf]:
             below = self._below[v]
             if old is not None:
                 below[old] -= 1
             if sup is not None:
                 below[sup] = below.get(sup, 0) + 1
+            demanding[v] += change
 
     def select(self) -> int | None:
         for leaf in self._dirty:
             self._refresh(leaf)
         self._dirty.clear()
         fits = self.state.fits
-        ok = [sup for sup, k in self._below[0].items() if k and fits(self._sample[sup])]
+        ok: list[bytes] = []
+        present = 0  # supports some leaf demands
+        for sup, k in self._below[0].items():
+            if k:
+                present += 1
+                if fits(self._sample[sup]):
+                    ok.append(sup)
         if not ok:
             return None
         below, score, node = self._below, self._score, 0
+        if len(ok) == present:  # every demand fits: any demanding leaf below will do
+            demanding = self._demanding
+            while kids := self._children[node]:
+                best = -1
+                for c in kids:
+                    if demanding[c] and (best < 0 or score[c] < score[best]):
+                        best = c
+                node = best
+            return node
         while kids := self._children[node]:
             best = -1
             for c in kids:

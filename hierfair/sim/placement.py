@@ -24,8 +24,12 @@ enters a block in vain tightens that block's bounds from the level below.
 Cached first-fit answers are kept exact instead of dropped: only one server's
 free space changes per update, so an allocation can only move an answer that
 *was* that server (to a later one, searched from there), and a release can
-only move an answer earlier (to that server, if it now fits).  The comparing
-rules look at every server and recompute after every change.
+only move an answer earlier (to that server, if it now fits).  Once a
+demand fits nowhere (a contended cluster, where a search of loose or
+disjoint per-resource maxima would enter blocks in vain), its answer keeps
+the exact set of servers with room as a bitset, updated per change: its
+first fit is then the lowest bit, with no search.  The comparing rules look
+at every server and recompute after every change.
 
 Every index (this one, or a policy's own, see ``BasePolicy.make_index``) takes
 demands as ``np.ndarray`` in queries and as plain float tuples in updates.
@@ -196,7 +200,7 @@ class ServerIndex:
         if hit is not None:  # the usual case: one dict look-up, no second call
             return hit[1] is not None
         if self._random:  # room alone: random draws only where a task is placed
-            self._answers[key] = [[], 0 if self._scanner.any_room(demand) else None]
+            self._answers[key] = [[], 0 if self._scanner.any_room(demand) else None, None]
             return self._answers[key][1] is not None
         return self.choose(demand) is not None
 
@@ -211,7 +215,7 @@ class ServerIndex:
         constrained = eligible_servers(demand) is not None
         if not self._first or self._scan_all or constrained:
             server = self._scanner.choose(demand)
-            self._answers[key] = [[], server]
+            self._answers[key] = [[], server, None]
             if self._first and not self._scan_all:  # dropped at the next change
                 self._masked.append(key)
             return server
@@ -219,7 +223,8 @@ class ServerIndex:
         server = self._first_from(0, need)
         if len(self._answers) >= _MAX_ANSWERS:
             self._answers.clear()
-        self._answers[key] = [need, server]
+        # no room anywhere: from now on keep the exact set of servers with room
+        self._answers[key] = [need, server, None if server is not None else 0]
         return server
 
     def room(self, demand: np.ndarray) -> np.ndarray:
@@ -332,13 +337,25 @@ class ServerIndex:
         if not self._first or self._scan_all:
             self._answers.clear()
             return
-        free = self._free
+        free, bit = self._free, 1 << server
         for answer in self._answers.values():
-            if answer[1] == server:
-                need = answer[0]
-                for col, n in zip(free, need):
-                    if col[server] < n:  # no room left for it here: search on
-                        answer[1] = self._first_from(server + 1, need)
+            room = answer[2]
+            if room is None:
+                if answer[1] == server:
+                    need = answer[0]
+                    for col, n in zip(free, need):
+                        if col[server] < n:  # no room left for it here: search on
+                            found = answer[1] = self._first_from(server + 1, need)
+                            if found is None:  # none has room: track who gets some
+                                answer[2] = 0
+                            break
+            elif room & bit:
+                for col, n in zip(free, answer[0]):
+                    if col[server] < n:
+                        room ^= bit
+                        answer[2] = room
+                        if answer[1] == server:  # the next server with room, or None
+                            answer[1] = (room & -room).bit_length() - 1 if room else None
                         break
 
     def _grew(self, server: int) -> None:
@@ -349,14 +366,21 @@ class ServerIndex:
         if not self._first or self._scan_all:
             self._answers.clear()
             return
-        free = self._free
+        free, bit = self._free, 1 << server
         for answer in self._answers.values():
-            chosen = answer[1]
-            if chosen is None or chosen > server:
-                for col, n in zip(free, answer[0]):
-                    if col[server] < n:
-                        break
-                else:  # room for it here, earlier than before
+            room, chosen = answer[2], answer[1]
+            if room is None:
+                if chosen is not None and chosen <= server:
+                    continue
+            elif room & bit:
+                continue
+            for col, n in zip(free, answer[0]):
+                if col[server] < n:
+                    break
+            else:  # room for it here
+                if room is not None:
+                    answer[2] = room | bit
+                if chosen is None or chosen > server:
                     answer[1] = server
 
     def _first_from(self, lo: int, need: list[float]) -> int | None:
