@@ -141,8 +141,8 @@ def test_a_policy_naming_a_task_that_has_not_arrived_is_told_so():
         {"queue": "B", "tasks": 2, "demand": {"cpu": 1, "mem": 1}, "duration": 5,
          "submit": 10**6}]})
     policy = make_policy("drf")
-    sim = exp.simulator(policy, 0)
     policy.preemptions = lambda: [(10**8, -1)]  # type: ignore[method-assign]
+    sim = exp.simulator(policy, 0)
     with pytest.raises(PolicyError, match="which is not running"):
         sim.run(until=1)
     assert sim.view.evicting(10**8) is False

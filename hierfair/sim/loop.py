@@ -52,7 +52,13 @@ from hierfair.sim.loops import (  # noqa: F401 - MAX_ATTEMPTS re-exported
 from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
 from hierfair.sim.placement import Index, Placement, ServerIndex
 from hierfair.sim.policy import BasePolicy
-from hierfair.sim.server_choice import index_for, named_job, named_server, takes
+from hierfair.sim.server_choice import (
+    asks_preemptions,
+    index_for,
+    named_job,
+    named_server,
+    takes,
+)
 from hierfair.sim.recording import Recorder
 from hierfair.sim.stepping import HandStepping
 from hierfair.sim.stops import Eviction, TaskStops
@@ -88,6 +94,7 @@ class Simulator(TaskStops, HandStepping):
         self._server_for = named_server(policy)
         self._job_for = named_job(policy)  # the policy's choice of job (None: FIFO)
         self._cycles = bool(getattr(policy, "cycles", False))  # read once, not per instant
+        self._preempts = asks_preemptions(policy)  # read once too
         self._usage = NodeUsage(hierarchy, cluster.n_resources)
         self._rec = Recorder(cluster.resources, keep_decisions=record_decisions)
         self._mode = interruptions or Interruptions()
@@ -285,9 +292,12 @@ class Simulator(TaskStops, HandStepping):
         the policy says stop; repeat while it keeps asking (bounded)."""
         cycles = self._cycles
         for _ in range((4 if cycles else 1) * (self._ledger.n_tasks + 1)):
-            t0 = perf_counter_ns()
-            requests = self.policy.preemptions()
-            self._overhead_ns += perf_counter_ns() - t0
+            if self._preempts:
+                t0 = perf_counter_ns()
+                requests = self.policy.preemptions()
+                self._overhead_ns += perf_counter_ns() - t0
+            else:
+                requests = []
             if requests and self._evictions:  # already being evicted: nothing to do
                 requests = [(t, b) for t, b in requests if t not in self._evictions]
             for task, beneficiary in requests:

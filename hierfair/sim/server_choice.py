@@ -43,6 +43,13 @@ def named_server(policy: BasePolicy) -> Callable[[int, np.ndarray], int | None] 
     return getattr(policy, "server_for", None)
 
 
+def asks_preemptions(policy: BasePolicy) -> bool:
+    """Whether the policy has a ``preemptions`` of its own (the base's never
+    asks: a contended run would otherwise call and time it once per task)."""
+    return ("preemptions" in vars(policy)
+            or getattr(type(policy), "preemptions", None) is not BasePolicy.preemptions)
+
+
 def named_job(policy: BasePolicy) -> Callable[[int], int | None] | None:
     """The policy's ``job_for``, or None where it is the base's (FIFO: the
     call is skipped)."""
