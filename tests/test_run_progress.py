@@ -134,7 +134,6 @@ def test_tasks_of_jobs_that_never_arrive_get_no_columns_but_every_table_row():
 
 def test_a_policy_naming_a_task_that_has_not_arrived_is_told_so():
     from hierfair.errors import PolicyError
-    from hierfair.sim.policy import BasePolicy  # noqa: F401 - the contract's base
 
     exp = experiment(workload={"jobs": [
         {"queue": "A", "tasks": 2, "demand": {"cpu": 1, "mem": 1}, "duration": 5},

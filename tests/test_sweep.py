@@ -203,6 +203,33 @@ def test_only_temporaries_of_dead_writers_on_this_host_are_removed(tmp_path):
     assert target.read_text() == "being written"
 
 
+def test_a_sweep_clears_only_its_own_dead_temporaries_under_its_own_folder(tmp_path):
+    """The sweep removes, at its start and at its end (a Dask worker killed
+    mid-write), only temporaries named as hierfair writes them, of a dead
+    writer on this host, under the spec's own results folder."""
+    import socket
+
+    from .conftest import spec_with
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    host = socket.gethostname()
+    litter = f".jobs.parquet~{host}~{dead}~0123abcd.tmp"
+    out = tmp_path / "out"
+    mine = out / "own" / "runs" / "gone"
+    elsewhere = out / "other"  # another spec's folder under the same --out
+    outside = tmp_path / "outside"
+    for folder in (mine, elsewhere, outside):
+        folder.mkdir(parents=True)
+        (folder / litter).write_text("half")
+    user = out / "own" / "notes.tmp"
+    user.write_text("mine")
+    hierfair.run(spec_with(name="own"), out=out, jobs=0)
+    assert not (mine / litter).exists()
+    assert (elsewhere / litter).exists() and (outside / litter).exists()
+    assert user.read_text() == "mine"
+
+
 def test_python_api(tmp_path):
     frame = hierfair.run(EXPERIMENTS / "drf-example.yaml", out=tmp_path, jobs=1)
     assert list(frame["label"]) == ["drf", "fifo"]
