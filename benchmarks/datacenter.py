@@ -26,10 +26,13 @@ HERE = Path(__file__).resolve().parent
 
 def one(spec: str, algorithm: str, days: int | None) -> dict[str, float]:
     """One run in this process (the child's side)."""
+    import tempfile
+
     import yaml
 
+    from hierfair.algorithms import make_policy
     from hierfair.experiment.results import summarize
-    from hierfair.experiment.spec import AlgorithmSpec, build_experiment
+    from hierfair.experiment.spec import build_experiment
     data = yaml.safe_load(Path(spec).read_text())
     if days is not None:
         data["workload"]["repeat"] = days
@@ -40,7 +43,10 @@ def one(spec: str, algorithm: str, days: int | None) -> dict[str, float]:
     exp.workload(seed)
     built = time.process_time() - cpu
     core = time.process_time()
-    result = exp.simulate(AlgorithmSpec(name=algorithm), seed)
+    # as `hierfair run` does: what the spec's tables leave out goes as the run goes
+    with tempfile.TemporaryDirectory() as spill:
+        result = exp.simulator(make_policy(algorithm), seed, spill_dir=spill).run(
+            until=exp.spec.stop_at)
     core = time.process_time() - core
     summarize(result)
     counts = result.counts

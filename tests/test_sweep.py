@@ -315,3 +315,25 @@ def test_progress_on_a_terminal_is_a_bar_and_in_a_log_one_line_a_run():
     steps.say("note")
     steps.step("b")
     assert "2/2" in report_screen.getvalue() and "report: note\n" in report_screen.getvalue()
+
+
+def test_a_zombie_writer_counts_as_dead(tmp_path):
+    """A SIGKILLed worker stays a zombie until its parent reaps it; its
+    temporary is litter all the same (seen in the Dask test under load)."""
+    import socket
+
+    from hierfair.experiment.results import _alive, remove_stale_temporaries
+
+    child = subprocess.Popen(["true"])
+    try:
+        for _ in range(200):  # until it has exited, unreaped
+            if Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1][:1] == "Z":
+                break
+            time.sleep(0.01)
+        assert not _alive(child.pid)
+        tmp = tmp_path / f".jobs.parquet~{socket.gethostname()}~{child.pid}~abcd1234.tmp"
+        tmp.write_bytes(b"half")
+        assert remove_stale_temporaries(tmp_path) == 1 and not tmp.exists()
+    finally:
+        child.wait()
+    assert _alive(os.getpid())

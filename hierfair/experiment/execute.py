@@ -26,8 +26,9 @@ from hierfair.experiment.detail import DETAIL_TABLES
 from hierfair.experiment.manifest import SUMMARY, TRACEBACK, clear_run, file_digest
 from hierfair.experiment.plan import PlannedRun, _digest
 from hierfair.experiment.progress import RunProgress
-from hierfair.experiment.results import summarize, write_parquet, write_text
+from hierfair.experiment.results import summarize, write_text
 from hierfair.experiment.spec import Experiment, build_experiment
+from hierfair.experiment.table_files import TableFiles
 from hierfair.sim import Livelock, RunTimeout
 
 
@@ -87,23 +88,26 @@ def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
                           run.input_id)
         deadline = time.monotonic() + timeout if timeout else None
         watch = progress.watch(deadline) if progress else None
-        sim = exp.simulator(make_policy(run.algorithm["name"], run.algorithm.get("params")),
-                            run.seed, deadline=deadline, placement=run.algorithm.get("placement"),
-                            watch=watch)
-        try:
-            result = sim.run(until=exp.spec.stop_at)
-        finally:
-            if progress:
-                progress.close()
-        row.update(summarize(result, **exp.spec.metrics.model_dump()))
-        row["workload_source"] = result.workload_source
-        workload = exp.workload(run.seed)
-        row.update(input_id=_digest(workload.input_identity),
-                   input_fallback=bool(workload.fallback),
-                   input_skipped_lines=workload.skipped_lines,
-                   offered_load=offered_load(workload, exp.cluster))
-        for table in exp.spec.tables:
-            write_parquet(getattr(result, table), run_dir / f"{table}.parquet")
+        # a table that outgrows a row group is written as the run goes
+        with TableFiles(run_dir) as files:
+            sim = exp.simulator(make_policy(run.algorithm["name"], run.algorithm.get("params")),
+                                run.seed, deadline=deadline,
+                                placement=run.algorithm.get("placement"), watch=watch,
+                                spill_dir=str(run_dir), table_sink=files.write)
+            try:
+                result = sim.run(until=exp.spec.stop_at)
+            finally:
+                if progress:
+                    progress.close()
+            row.update(summarize(result, **exp.spec.metrics.model_dump()))
+            row["workload_source"] = result.workload_source
+            workload = exp.workload(run.seed)
+            row.update(input_id=_digest(workload.input_identity),
+                       input_fallback=bool(workload.fallback),
+                       input_skipped_lines=workload.skipped_lines,
+                       offered_load=offered_load(workload, exp.cluster))
+            for table in exp.spec.tables:
+                files.finish(table, result.rest(table))
         if result.loop:  # stopped, not failed: its tables show the loop
             row.update(status="loop", error=result.loop)
     except RunTimeout:

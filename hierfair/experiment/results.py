@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from hierfair.experiment.stats import time_average
@@ -47,10 +46,13 @@ def summarize(result: SimulationResult, mice_max_tasks: int = MICE_MAX_TASKS,
     # utilisation over the run: to the last finish, or to where it was stopped
     stopped = result.stopped_at
     out["stopped_at"] = float("nan") if stopped is None else stopped
-    util = result.utilization
-    for r in result.resources:
+    # a run too long to keep its utilisation rows folded most into integrals
+    folded = result.utilization_folded
+    util = result.rest("utilization")
+    for i, r in enumerate(result.resources):
         out[f"util_{r}"] = time_average(util["time"].to_numpy(), util[r].to_numpy(),
-                                        result.makespan if stopped is None else stopped)
+                                        result.makespan if stopped is None else stopped,
+                                        before=folded[i] if folded is not None else None)
     jobs = result.jobs
     out["jobs"] = len(jobs)
     counts = result.counts  # from the run's arrays: no task, attempt or decision table built
@@ -99,15 +101,21 @@ def atomic_path(path: Path) -> Iterator[str]:
     :func:`remove_stale_temporaries` can tell an abandoned file from one being
     written right now.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Not mkstemp: its files are private (0600); results should get the umask.
-    owner = _TMP_SEP.join((socket.gethostname(), str(os.getpid()), uuid.uuid4().hex[:8]))
-    tmp = str(path.with_name(f".{path.name}{_TMP_SEP}{owner}.tmp"))
+    tmp = temporary_name(path)
     try:
         yield tmp
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def temporary_name(path: Path) -> str:
+    """A new temporary's name beside ``path`` (its folder made): hidden, and
+    naming its writer's host and pid (:func:`remove_stale_temporaries`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Not mkstemp: its files are private (0600); results should get the umask.
+    owner = _TMP_SEP.join((socket.gethostname(), str(os.getpid()), uuid.uuid4().hex[:8]))
+    return str(path.with_name(f".{path.name}{_TMP_SEP}{owner}.tmp"))
 
 
 def remove_stale_temporaries(folder: Path) -> int:
@@ -137,7 +145,12 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:  # exists, owned by someone else
         return True
-    return True
+    # a killed process stays a zombie until its parent reaps it: dead all the same
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rfind(")") + 2:][:1] not in ("Z", "X")
 
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> None:

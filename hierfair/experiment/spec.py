@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import yaml
 from pydantic import ValidationError
 
@@ -127,12 +128,21 @@ class Experiment:
                               placement=algo.placement).run(until=self.spec.stop_at)
 
     def simulator(self, policy: BasePolicy, seed: int, deadline: float | None = None,
-                  placement: str | None = None, watch: Watch | None = None) -> Simulator:
+                  placement: str | None = None, watch: Watch | None = None,
+                  spill_dir: str | None = None,
+                  table_sink: Callable[[str, pd.DataFrame], None] | None = None) -> Simulator:
         """A simulator of this experiment's workload for ``seed`` under
         ``policy``, placing by ``placement`` (an algorithm entry's), else the
         policy's own (drfh), else the cluster's; ``watch``: its deadline and
-        progress reports (else ``deadline`` alone)."""
+        progress reports (else ``deadline`` alone).  ``spill_dir``: the run
+        will only write the spec's tables, so what they leave out may go as
+        the run goes (finished tasks without a tasks or attempts table, whose
+        digested columns go to an unnamed file there; utilisation rows
+        without a utilization table; docs/performance.md, "Streaming");
+        ``table_sink``: where a kept table's rows go, a row group at a time,
+        once it outgrows one (:class:`~hierfair.experiment.table_files.TableFiles`)."""
         f = self.spec.faults
+        tables = self.spec.tables
         outages = tuple((self._server(o.server, i), o.at, o.repair)
                         for i, o in enumerate(f.servers))
         placement = placement or type(policy).placement or self.placement
@@ -148,7 +158,11 @@ class Experiment:
                                                      self.spec.preemption.eviction_latency),
                          faults=Faults(outages, f.mtbf, f.repair, f.task_failure, seed),
                          record_allocations="allocations" in self.spec.tables, seed=seed,
-                         watch=watch, record_decisions="decisions" in self.spec.tables)
+                         watch=watch, record_decisions="decisions" in self.spec.tables,
+                         record_utilization=spill_dir is None or "utilization" in tables,
+                         retire_finished=spill_dir is not None and not (
+                             {"tasks", "attempts"} & set(tables)),
+                         spill_dir=spill_dir, table_sink=table_sink)
 
     def headroom_vector(self, workload: Workload) -> np.ndarray:
         """``cluster.headroom``'s vector for ``workload`` (its size resolved:

@@ -41,16 +41,20 @@ class LatencyLog:
             self._fold()
 
     def _fold(self) -> None:
-        ns = np.array(self.values, dtype=np.int64)  # a copy: the array is emptied below
+        self.absorb(np.array(self.values, dtype=np.int64))  # a copy: emptied below
+        del self.values[:]  # in place: the simulator holds the array
+
+    def absorb(self, ns: np.ndarray) -> None:
+        """Fold latencies that have left the buffer (a decisions table
+        written a row group at a time) into the bins."""
         self.folded += ns.size
         self.folded_sum += int(ns.sum())
-        bins = np.bincount(_bin(ns))
+        bins = np.bincount(_bin(ns.astype(np.int64)))
         if bins.size > self.counts.size:
             bins[:self.counts.size] += self.counts
             self.counts = bins
         else:
             self.counts[:bins.size] += bins
-        del self.values[:]  # in place: the simulator holds the array
 
     @property
     def count(self) -> int:
@@ -64,8 +68,12 @@ class LatencyLog:
         the middle of the bin that holds each rank."""
         if not self.folded:
             return [float(v) for v in np.percentile(np.array(self.values, dtype=np.int64), qs)]
-        self._fold()
-        cum = np.cumsum(self.counts)
+        # the buffer's values binned too, left in place (a kept decisions table's column)
+        bins = np.bincount(_bin(np.array(self.values, dtype=np.int64)))
+        counts = np.zeros(max(bins.size, self.counts.size), dtype=np.int64)
+        counts[:self.counts.size] += self.counts
+        counts[:bins.size] += bins
+        cum = np.cumsum(counts)
         out = []
         for q in qs:
             rank = q / 100 * (cum[-1] - 1)

@@ -10,14 +10,18 @@ Tasks move through an explicit state machine::
 
 A leaf serves its jobs first-in-first-out: the next task of a leaf is the
 oldest pending task (re-queued ones first) of the oldest job that still has
-one.  Per-task and per-job columns are ``array.array``s of machine numbers:
-compact for millions of tasks, and read and written as plain Python scalars
-on the per-task path (a numpy scalar costs more than the arithmetic).
+one.  Per-task columns are memoryviews of machine numbers over memory that
+costs nothing until a task's job arrives, and that a run keeping no per-task
+table gives back once a block of tasks has finished
+(:mod:`~hierfair.sim.taskstore`); per-job columns are ``array.array``s.  Both
+are read and written as plain Python scalars on the per-task path (a numpy
+scalar costs more than the arithmetic).
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 from array import array
 from collections import deque
 from collections.abc import Iterator
@@ -27,6 +31,7 @@ import numpy as np
 
 from hierfair.errors import PolicyError
 from hierfair.sim.model import Job
+from hierfair.sim.taskstore import DIGESTED, TaskColumns
 
 
 class TaskState(IntEnum):
@@ -45,7 +50,8 @@ _NAN = float("nan")
 #: ``state`` WAITING, ``left`` its duration, ``task_job`` its job).
 _TASK_FILL = {"server": ("q", -1), "start": ("d", _NAN), "finish": ("d", _NAN),
               "seq": ("q", -1), "factor": ("d", 1.0), "attempt": ("q", 0), "ran": ("d", 0.0)}
-_PER_TASK = frozenset(("task_job", "left", *_TASK_FILL))
+_PER_TASK = {"task_job": "q", "state": "B", "left": "d",
+             **{name: code for name, (code, _) in _TASK_FILL.items()}}
 
 
 def _filled(code: str, value: float, n: int) -> array:
@@ -55,7 +61,13 @@ def _filled(code: str, value: float, n: int) -> array:
 class Ledger:
     """Per-task and per-job state, leaf queues and what runs on each server."""
 
-    def __init__(self, jobs: tuple[Job, ...], n_nodes: int, n_servers: int) -> None:
+    def __init__(self, jobs: tuple[Job, ...], n_nodes: int, n_servers: int,
+                 retire: bool = False, spill_dir: str | None = None,
+                 block_shift: int | None = None) -> None:
+        """``retire``: give back a block of tasks' memory once all of it has
+        finished (a run that keeps no per-task table); its digested columns
+        go to an unnamed file in ``spill_dir`` (None: the system's temporary
+        folder).  ``block_shift``: log2 of a block's tasks (tests)."""
         for i, job in enumerate(jobs):
             if job.id != i:
                 raise ValueError("workload jobs must be numbered 0..n-1 in order")
@@ -68,21 +80,28 @@ class Ledger:
         n_tasks = self.offset[-1]
         self.n_tasks = n_tasks
         self.job_leaf = [j.leaf for j in jobs]
-        # -- per task: allocated as jobs arrive (:meth:`_grow`), not for the
-        # whole workload -- a week's trace may hold millions of tasks that
-        # arrive after a run's stop; :meth:`column` and :meth:`states` give
-        # every task, the rest with what a task that never arrived holds.
-        self.task_job = array("q")
-        self.state = bytearray()  # TaskState values
-        self.server = array("q")
-        self.start = array("d")
-        self.finish = array("d")
-        self.seq = array("q")  # order of the last start
-        self.left = array("d")  # work still to do
-        self.factor = array("d")  # slowdown of the current attempt
-        self.attempt = array("q")
-        self.ran = array("d")  # wall time spent running, all attempts
+        # -- per task: a slot for every task, written as jobs arrive
+        # (:meth:`_grow`); :meth:`column` and :meth:`states` give every task,
+        # the ones without columns with what a task that never arrived holds.
+        store = self._store = TaskColumns(n_tasks, _PER_TASK, spill_dir=spill_dir,
+                                          **({} if block_shift is None else {"shift": block_shift}))
+        views = store.views
+        self.task_job = views["task_job"]
+        self.state = views["state"]  # TaskState values
+        self.server = views["server"]
+        self.start = views["start"]
+        self.finish = views["finish"]
+        self.seq = views["seq"]  # order of the last start
+        self.left = views["left"]  # work still to do
+        self.factor = views["factor"]  # slowdown of the current attempt
+        self.attempt = views["attempt"]
+        self.ran = views["ran"]  # wall time spent running, all attempts
+        self.filled = 0  # tasks with columns: those of a prefix of the jobs, and some to spare
         self._grown = 0  # jobs whose tasks have columns (a prefix of the job ids)
+        self._retire = retire
+        #: of the retired tasks: how many started after their job arrived, and the last finish
+        self.retired_waited = 0
+        self.retired_finish = -math.inf
         self.started = 0
         self.unfinished = n_tasks
         self.evicting = 0  # tasks in EVICTING
@@ -115,8 +134,12 @@ class Ledger:
 
     def states(self) -> np.ndarray:
         """Every task's state (WAITING for the ones that never arrived)."""
-        return np.concatenate([np.frombuffer(bytes(self.state), dtype=np.int8),
-                               np.zeros(self.n_tasks - len(self.state), dtype=np.int8)])
+        filled = self.filled
+        out = np.zeros(self.n_tasks, dtype=np.int8)
+        out[:filled] = self._store.arrays["state"][:filled]
+        if self._store.n_retired:
+            out[:filled][~self._store.live(filled)] = FINISHED
+        return out
 
     # -- queues ----------------------------------------------------------------
     def _grow(self, job_id: int) -> None:
@@ -128,24 +151,24 @@ class Ledger:
         first = self._grown
         if job_id < first:
             return
-        want = min(self.n_tasks, len(self.state) + len(self.state) // 4 + (1 << 16))
+        want = min(self.n_tasks, self.filled + self.filled // 4 + (1 << 16))
         # the job holding task want - 1, if its columns end further
         job_id = max(job_id, bisect.bisect_right(self.offset, want - 1) - 1)
         jobs = self.jobs[first:job_id + 1]
-        n = self.offset[job_id + 1] - self.offset[first]
-        self.state.extend(bytes(n))
-        for name, (code, value) in _TASK_FILL.items():
-            getattr(self, name).extend(_filled(code, value, n))
-        self.left.extend(array("d", np.concatenate([j.durations for j in jobs])
-                               .astype(np.float64).tobytes()))
-        self.task_job.extend(array("q", np.repeat(np.arange(first, job_id + 1, dtype=np.int64),
-                                                  [j.n_tasks for j in jobs]).tobytes()))
+        lo, hi = self.offset[first], self.offset[job_id + 1]
+        cols = self._store.arrays  # state: WAITING is 0, what unwritten memory reads
+        for name, (_, value) in _TASK_FILL.items():
+            cols[name][lo:hi] = value
+        cols["left"][lo:hi] = np.concatenate([j.durations for j in jobs])
+        cols["task_job"][lo:hi] = np.repeat(np.arange(first, job_id + 1, dtype=np.int64),
+                                            [j.n_tasks for j in jobs])
         self._grown = job_id + 1
+        self.filled = hi
 
     def arrive(self, job_id: int, now: float) -> None:
         self._grow(job_id)
         lo, hi = self.offset[job_id], self.offset[job_id + 1]
-        if self.state[lo:hi].count(WAITING) != hi - lo:
+        if self.state[lo:hi].tobytes().count(WAITING) != hi - lo:
             raise PolicyError(f"job {job_id} arrived twice")
         self.state[lo:hi] = bytes([PENDING]) * (hi - lo)
         self.job_arrival[job_id] = now
@@ -222,7 +245,26 @@ class Ledger:
             left = self.job_left[job_id] = self.job_left[job_id] - 1
             if not left:
                 self.job_finish[job_id] = now
+            if self._retire:
+                store = self._store
+                block = task >> store.shift
+                done = store.done[block] = store.done[block] + 1
+                if done == store.size[block]:
+                    self._retire_block(block)
         return job_id
+
+    def _retire_block(self, block: int) -> None:
+        """Every task of ``block`` has finished: tally what the summary
+        counts of them, then give their memory back."""
+        store = self._store
+        lo, hi = store.bounds(block)
+        cols = store.arrays
+        arrival = np.frombuffer(self.job_arrival, dtype=np.float64)
+        start = cols["start"][lo:hi]
+        self.retired_waited += int(np.count_nonzero(
+            start > arrival[cols["task_job"][lo:hi]] + 1e-9))
+        self.retired_finish = max(self.retired_finish, float(cols["finish"][lo:hi].max()))
+        store.retire(block)
 
     def evict(self, task: int) -> None:
         """A running task is preempted but keeps its server until its eviction
@@ -256,11 +298,41 @@ class Ledger:
     def column(self, name: str) -> np.ndarray:
         """A copy of a per-task or per-job column as numpy (per task: every
         task's, the ones that never arrived with their initial values)."""
-        col = getattr(self, name)
-        values = np.frombuffer(col, dtype=np.int64 if col.typecode == "q" else np.float64)
         if name not in _PER_TASK:
-            return values.copy()
-        return np.concatenate([values, self.unarrived(name)])
+            col = getattr(self, name)
+            return np.frombuffer(col, dtype=np.int64 if col.typecode == "q" else np.float64).copy()
+        store, filled = self._store, self.filled
+        if store.n_retired and name not in (*DIGESTED, "task_job"):
+            raise ValueError(f"the tasks' {name!r} column was given back as they finished "
+                             "(a run that keeps no tasks or attempts table)")
+        if name == "task_job":  # known from the jobs alone
+            return np.repeat(np.arange(len(self.jobs), dtype=np.int64),
+                             np.diff(np.frombuffer(self.offset, dtype=np.int64)))
+        return np.concatenate([store.restored(name, filled), self.unarrived(name)])
+
+    def digest_chunks(self, name: str) -> Iterator[bytes]:
+        """A per-task column's bytes, every task's (retired blocks read back,
+        the unarrived at their initial values), a bounded piece at a time."""
+        yield from self._store.chunks(name, self.filled)
+        yield from self.unarrived_chunks(name)
+
+    @property
+    def retired(self) -> int:
+        """Tasks whose memory was given back (all finished)."""
+        return self._store.n_retired
+
+    def last_finish(self) -> float:
+        """When the last task finished (0 if none did)."""
+        finish = self._store.arrays["finish"][:self.filled]
+        if self._store.n_retired:
+            finish = finish[self.live()]
+        done = finish[~np.isnan(finish)]
+        last = max(float(done.max()) if done.size else -math.inf, self.retired_finish)
+        return last if last > -math.inf else 0.0
+
+    def live(self) -> np.ndarray:
+        """Which tasks with columns still hold them (not retired)."""
+        return self._store.live(self.filled)
 
     def unarrived_chunks(self, name: str, size: int = 1 << 20) -> Iterator[bytes]:
         """:meth:`unarrived`'s bytes a bounded piece at a time (a fixed value
@@ -268,7 +340,7 @@ class Ledger:
         if name not in _TASK_FILL:
             yield self.unarrived(name).tobytes()
             return
-        left = self.n_tasks - len(self.state)
+        left = self.n_tasks - self.filled
         code, value = _TASK_FILL[name]
         piece = np.full(min(left, size), value,
                         dtype=np.int64 if code == "q" else np.float64).tobytes()
@@ -288,15 +360,14 @@ class Ledger:
             return np.repeat(np.arange(self._grown, len(self.jobs), dtype=np.int64),
                              [j.n_tasks for j in jobs])
         code, value = _TASK_FILL[name]
-        return np.full(self.n_tasks - len(self.state), value,
+        return np.full(self.n_tasks - self.filled, value,
                        dtype=np.int64 if code == "q" else np.float64)
 
     def placements(self, n_resources: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The running tasks' leaves, servers and demands (one row a task)."""
-        server, job = self.column("server"), self.column("task_job")
         tasks = self.running_tasks()
-        jobs = [self.jobs[job[t]] for t in tasks]
+        jobs = [self.jobs[self.task_job[t]] for t in tasks]
         return (np.array([j.leaf for j in jobs], dtype=np.int64),
-                np.array([server[t] for t in tasks], dtype=np.int64),
+                np.array([self.server[t] for t in tasks], dtype=np.int64),
                 np.array([np.asarray(j.demand) for j in jobs],
                          dtype=np.float64).reshape(len(tasks), n_resources))

@@ -28,6 +28,7 @@ from time import monotonic, perf_counter_ns
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from hierfair.errors import PolicyError
 from hierfair.sim.events import (
@@ -41,7 +42,7 @@ from hierfair.sim.events import (
     Event,
     Faults,
 )
-from hierfair.sim.ledger import RUNNING, Ledger
+from hierfair.sim.ledger import EVICTING, RUNNING, Ledger
 from hierfair.sim.loops import (  # noqa: F401 - MAX_ATTEMPTS re-exported
     MAX_ATTEMPTS,
     Interruptions,
@@ -59,10 +60,10 @@ from hierfair.sim.server_choice import (
     named_server,
     takes,
 )
-from hierfair.sim.recording import Recorder
+from hierfair.sim.recording import Columns, Recorder
 from hierfair.sim.stepping import HandStepping
 from hierfair.sim.stops import Eviction, TaskStops
-from hierfair.sim.result import SimulationResult, tables
+from hierfair.sim.result import SimulationResult, frame_of, shown_paths, tables
 from hierfair.sim.usage import NodeUsage
 from hierfair.sim.view import PolicyView
 from hierfair.sim.watch import Standing, Watch
@@ -82,13 +83,16 @@ class Simulator(TaskStops, HandStepping):
                  deadline: float | None = None, interruptions: Interruptions | None = None,
                  faults: Faults | None = None, record_allocations: bool = True,
                  seed: int = 0, watch: Watch | None = None,
-                 record_decisions: bool = True) -> None:
+                 record_decisions: bool = True, record_utilization: bool = True,
+                 retire_finished: bool = False, spill_dir: str | None = None,
+                 table_sink: Callable[[str, pd.DataFrame], None] | None = None) -> None:
         self.cluster = cluster
         self.hierarchy = hierarchy
         self.workload = workload
         self.policy = policy
         self._jobs = workload.jobs
-        self._ledger = Ledger(workload.jobs, hierarchy.n_nodes, cluster.n_servers)
+        self._ledger = Ledger(workload.jobs, hierarchy.n_nodes, cluster.n_servers,
+                              retire=retire_finished, spill_dir=spill_dir)
         self._index: Index = index_for(policy, cluster, placement, workload, seed)
         #: the policy's own choice of server, if it makes one (None: placement's)
         self._server_for = named_server(policy)
@@ -96,7 +100,11 @@ class Simulator(TaskStops, HandStepping):
         self._cycles = bool(getattr(policy, "cycles", False))  # read once, not per instant
         self._preempts = asks_preemptions(policy)  # read once too
         self._usage = NodeUsage(hierarchy, cluster.n_resources)
-        self._rec = Recorder(cluster.resources, keep_decisions=record_decisions)
+        # a kept table past Recorder.FOLD rows goes to table_sink a row group at a time
+        self._table_sink = table_sink
+        self._rec = Recorder(cluster.resources, keep_decisions=record_decisions,
+                             keep_utilization=record_utilization,
+                             sink=self._emit if table_sink else None)
         self._mode = interruptions or Interruptions()
         self._faults = faults or Faults()
         self._task_failures = self._faults.task_failure > 0
@@ -183,7 +191,9 @@ class Simulator(TaskStops, HandStepping):
                     elif kind == ARRIVAL:
                         self._arrive(key)
                     elif kind == EVICTED:
-                        if tried == attempt[key]:  # not killed with its server meanwhile
+                        # not killed with its server meanwhile (nor finished
+                        # since, and given back: its slots read zero)
+                        if tried == attempt[key] and state[key] == EVICTING:
                             self._evicted(key)
                     else:  # WAKE: the policy asked for a round now
                         self._wakes.discard(now)
@@ -302,7 +312,7 @@ class Simulator(TaskStops, HandStepping):
                 requests = [(t, b) for t, b in requests if t not in self._evictions]
             for task, beneficiary in requests:
                 state = self._ledger.state
-                if not 0 <= task < len(state) or state[task] != RUNNING:
+                if not 0 <= task < self._ledger.n_tasks or state[task] != RUNNING:
                     raise PolicyError(f"policy asked to preempt task {task}, "
                                       "which is not running")
                 self._interrupt(task, "preempted", beneficiary)
@@ -370,8 +380,11 @@ class Simulator(TaskStops, HandStepping):
                 self._rec.allocation_rows(self._now, nodes, usage.tasks, usage.rows)
             self._dirty.clear()
         self._rec.utilization_row(self._now, tuple(map(truediv, usage.rows[0], self._scale)))
-        if not self._rec.keep_decisions:
-            self._rec.latency.bound()
+        self._rec.bound()
+
+    def _emit(self, name: str, rows: Columns) -> None:
+        assert self._table_sink is not None
+        self._table_sink(name, frame_of(name, rows, shown_paths(self.hierarchy)))
 
     def placements(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The running tasks' leaves, servers and demands (one row a task)."""

@@ -108,7 +108,8 @@ class LoopWatch:
         # the work left too: under checkpoints a repeat with less left is progress;
         # a digest, not the bytes: a state is O(tasks)
         state = hashlib.blake2b(b"".join((
-            bytes(ledger.state), ledger.job_next.tobytes(), ledger.left.tobytes(),
+            ledger.state[:ledger.filled].tobytes(), ledger.job_next.tobytes(),
+            ledger.left[:ledger.filled].tobytes(),
             repr(sorted((j, tuple(q)) for j, q in ledger.job_requeued.items() if q)).encode(),
         )), digest_size=16).digest()
         before = self._seen.get(state)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,6 +27,7 @@ class Columns:
     def __init__(self, spec: Sequence[tuple[str, str]]) -> None:
         self._cols = {name: array(code) for name, code in spec}
         self._order = [name for name, _ in spec]
+        self.frozen = False  # rows cut off a table: they never grow
 
     def append(self, *values: float) -> None:
         for name, v in zip(self._order, values, strict=True):
@@ -44,17 +45,39 @@ class Columns:
     def __len__(self) -> int:
         return len(self._cols[self._order[0]])
 
+    def cut(self, k: int) -> Columns:
+        """The first ``k`` rows, removed from these columns (in place: the
+        simulator appends to them) into columns of their own."""
+        head = Columns([(name, self._cols[name].typecode) for name in self._order])
+        for name in self._order:
+            col = self._cols[name]
+            head._cols[name] = col[:k]
+            del col[:k]
+        head.frozen = True
+        return head
+
     def column(self, name: str) -> np.ndarray:
         return np.frombuffer(self._cols[name], dtype=self._cols[name].typecode)
 
     def to_frame(self) -> pd.DataFrame:
+        # a copy, or the columns could never grow again (numpy would hold
+        # their buffers); rows cut off (:meth:`cut`) never grow, and a batch
+        # of 2^20 is 8 MiB a column: viewed, not copied
+        if self.frozen:
+            return pd.DataFrame({name: self.column(name) for name in self._order}, copy=False)
         return pd.DataFrame({name: self.column(name).copy() for name in self._order})
 
 
 class Recorder:
     """The five recorded tables, with one cheap method per kind of row."""
 
-    def __init__(self, resources: Sequence[str], keep_decisions: bool = True) -> None:
+    #: utilisation rows kept, at most, by a run that writes no utilization table
+    FOLD = 1 << 20
+
+    def __init__(self, resources: Sequence[str], keep_decisions: bool = True,
+                 keep_utilization: bool = True,
+                 sink: Callable[[str, Columns], None] | None = None) -> None:
+        self.resources = tuple(resources)
         self.allocations = Columns([("time", "d"), ("node", "q"), ("tasks", "q")]
                                    + [(r, "d") for r in resources])
         self.utilization = Columns([("time", "d")] + [(r, "d") for r in resources])
@@ -81,6 +104,56 @@ class Recorder:
         self._al_time, self._al_node = al.col("time"), al.col("node")
         self._al_tasks = al.col("tasks")
         self._last_util: tuple[float, ...] | None = None
+        self.keep_utilization = keep_utilization
+        #: each resource's utilisation integral over the rows folded away
+        #: (None: none were; :meth:`bound`)
+        self.folded: list[float] | None = None
+        #: where a kept table's rows go, :attr:`FOLD` at a time, as it grows
+        #: (its file's next row group; None: every row stays to the end)
+        self.sink = sink
+        self.streamed: set[str] = set()  # tables some rows of which left
+
+    def bound(self) -> None:
+        """Keep memory bounded (called every step).  Past :attr:`FOLD` rows,
+        a table's first FOLD go to the sink (row groups of pyarrow's own
+        size: the file's bytes are those of the whole table written at the
+        end), utilisation rows are integrated first (the summary's time
+        averages need only the integral; a table not kept is not written),
+        and latencies are folded into bins."""
+        if not self.keep_decisions:
+            self.latency.bound()
+        fold = self.FOLD
+        if len(self.utilization) > fold and (self.sink or not self.keep_utilization):
+            self._fold_utilization(fold)
+        if self.sink is None:
+            return
+        if len(self.allocations) > fold:
+            self._emit("allocations", self.allocations.cut(fold))
+        if self.keep_decisions and len(self.decisions) > fold:
+            head = self.decisions.cut(fold)
+            self.latency.absorb(head.column("latency_ns"))
+            self._emit("decisions", head)
+
+    def _emit(self, name: str, head: Columns) -> None:
+        assert self.sink is not None
+        self.sink(name, head)
+        self.streamed.add(name)
+
+    def _fold_utilization(self, k: int) -> None:
+        """Integrate the first ``k`` utilisation rows (each row's value until
+        the next row's time) and let them go: pairwise sums a fold at a
+        time, as numpy sums the whole, so equal to rounding; a run that
+        never folds gets the bytes it always did."""
+        util = self.utilization
+        after = util.column("time")[k]  # when the last of them ends
+        head = util.cut(k)
+        held = np.diff(np.clip(np.append(head.column("time"), after), 0, None))
+        sums = [float(np.sum(head.column(r) * held)) for r in self.resources]
+        self.folded = sums if self.folded is None else \
+            [a + b for a, b in zip(self.folded, sums, strict=True)]
+        self.streamed.add("utilization")
+        if self.keep_utilization:
+            self._emit("utilization", head)
 
     def cut_short(self, seq: int, task: int, server: int, start: float, end: float,
                   outcome: int) -> None:

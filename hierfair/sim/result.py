@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from hierfair.sim.ledger import FINISHED, RUNNING, Ledger, TaskState
 from hierfair.sim.model import Hierarchy, shown
-from hierfair.sim.recording import OUTCOMES, Recorder
+from hierfair.sim.recording import OUTCOMES, Columns, Recorder
 
 #: The tables of a run, in the order runs write them.
 TABLES = ("jobs", "tasks", "allocations", "utilization", "decisions", "attempts",
@@ -35,8 +35,16 @@ class SimulationResult:
                  resources: tuple[str, ...], makespan: float, workload_source: str,
                  wasted_work: float = 0.0, stopped_at: float | None = None,
                  counts: Mapping[str, float] | None = None, schedule_digest: str = "",
-                 loop: str = "") -> None:
+                 loop: str = "", utilization_folded: list[float] | None = None,
+                 streamed: frozenset[str] = frozenset()) -> None:
         self._builders = dict(builders)
+        #: a run that held more utilisation rows than Recorder.FOLD: each
+        #: resource's integral over the rows folded away (None: it kept them
+        #: all); ``rest("utilization")`` has the others
+        self.utilization_folded = utilization_folded
+        #: tables some rows of which left as the run went (to their files'
+        #: row groups, or folded): only :meth:`rest` reads what stayed
+        self.streamed = streamed
         self.resources = resources
         self.makespan = makespan
         self.workload_source = workload_source
@@ -53,10 +61,20 @@ class SimulationResult:
         #: hierfair.sim.loops), with ``stopped_at`` where
         self.loop = loop
 
+    def rest(self, name: str) -> pd.DataFrame:
+        """The rows of a streamed table that were still in memory at the end
+        (of any other table: all of it)."""
+        if name not in self.streamed:
+            return getattr(self, name)
+        return self._builders[name]()
+
     def __getattr__(self, name: str) -> pd.DataFrame:
         builders = self.__dict__.get("_builders", {})
         if name not in builders:
             raise AttributeError(name)
+        if name in self.__dict__.get("streamed", ()):
+            raise ValueError(f"this run's {name} table left memory as it ran (to its file, "
+                             "or folded when not kept): read .rest(name) for what stayed")
         table = builders.pop(name)()
         setattr(self, name, table)  # built once; later reads find the attribute
         return table
@@ -65,9 +83,7 @@ class SimulationResult:
 def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple[str, ...],
            source: str, wasted: float, stopped_at: float | None = None,
            loop: str = "") -> SimulationResult:
-    paths = np.array([shown(p) for p in hierarchy.paths], dtype=object)
-    finish = np.frombuffer(ledger.finish, dtype=np.float64)
-    done = finish[~np.isnan(finish)]
+    paths = shown_paths(hierarchy)
 
     def attempts_table() -> pd.DataFrame:
         frame = rec.attempts_frame(ledger.column("seq"), ledger.states(),
@@ -85,28 +101,29 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
     return SimulationResult(
         {"tasks": lambda: _tasks(ledger, rec, paths),
          "jobs": lambda: _jobs(ledger, hierarchy),
-         "allocations": lambda: _allocations(rec, paths),
-         "utilization": rec.utilization.to_frame,
+         "allocations": lambda: frame_of("allocations", rec.allocations, paths),
+         "utilization": lambda: rec.utilization.to_frame(),
          "decisions": lambda: _decisions(rec, paths),
          "attempts": attempts_table,
          "preemptions": preemptions_table},
         resources=resources,
-        makespan=float(done.max()) if done.size else 0.0,
+        makespan=ledger.last_finish(),
         workload_source=source,
         wasted_work=wasted,
         stopped_at=stopped_at,
         counts=_counts(ledger, rec),
         schedule_digest=_schedule_digest(ledger),
         loop=loop,
+        utilization_folded=rec.folded,
+        streamed=frozenset(rec.streamed),
     )
 
 
 def _schedule_digest(ledger: Ledger) -> str:
     h = hashlib.blake2b(digest_size=16)
     for name in ("server", "start", "finish", "attempt"):
-        h.update(memoryview(getattr(ledger, name)).cast("B"))
-        # the tasks that never arrived, as if every task had its columns
-        for chunk in ledger.unarrived_chunks(name):
+        # every task's, the ones that never arrived at their initial values
+        for chunk in ledger.digest_chunks(name):
             h.update(chunk)
     return h.hexdigest()
 
@@ -161,29 +178,44 @@ def _jobs(ledger: Ledger, hierarchy: Hierarchy) -> pd.DataFrame:
     return frame
 
 
-def _allocations(rec: Recorder, paths: np.ndarray) -> pd.DataFrame:
-    frame = rec.allocations.to_frame()
-    nodes = frame.pop("node").to_numpy()
-    frame.insert(1, "path", _names(paths, nodes, "str") if len(frame) else [])
+def shown_paths(hierarchy: Hierarchy) -> np.ndarray:
+    """Each node's path as the tables show it."""
+    return np.array([shown(p) for p in hierarchy.paths], dtype=object)
+
+
+def frame_of(name: str, cols: Columns, paths: np.ndarray) -> pd.DataFrame:
+    """A recorded table's rows (all, or a row group's) as its file holds them."""
+    frame = cols.to_frame()
+    if name == "allocations":
+        nodes = frame.pop("node").to_numpy()
+        frame.insert(1, "path", _names(paths, nodes, "str") if len(frame) else [])
+    elif name == "decisions":
+        frame["leaf"] = _names(paths, frame["leaf"].to_numpy(), "string")
     return frame
 
 
 def _counts(ledger: Ledger, rec: Recorder) -> dict[str, float]:
     """What a summary needs from the task, attempt and decision tables,
     from the ledger's and recorder's arrays in place (no table built)."""
-    # the tasks with columns: those of jobs that arrived (and a few after them)
-    state = np.frombuffer(ledger.state, dtype=np.uint8)
-    start = np.frombuffer(ledger.start, dtype=np.float64)
-    task_job = np.frombuffer(ledger.task_job, dtype=np.int64)
+    # the tasks with columns: those of jobs that arrived (and a few after
+    # them), less the retired (finished, tallied as they were given back)
+    filled = ledger.filled
+    state = np.frombuffer(ledger.state, dtype=np.uint8)[:filled]
+    start = np.frombuffer(ledger.start, dtype=np.float64)[:filled]
+    task_job = np.frombuffer(ledger.task_job, dtype=np.int64)[:filled]
+    if ledger.retired:
+        live = ledger.live()
+        state, start, task_job = state[live], start[live], task_job[live]
     arrival = np.frombuffer(ledger.job_arrival, dtype=np.float64)
     # waited: started after its job arrived, or never started (as none of the rest did)
     waited = int(np.count_nonzero(np.isnan(start) | (start > arrival[task_job] + 1e-9)))
-    waited += ledger.n_tasks - state.size
+    waited += ledger.n_tasks - filled + ledger.retired_waited
+    finished = int(np.count_nonzero(state == FINISHED)) + ledger.retired
     outcomes = rec.attempts.column("outcome")
     latency = rec.latency
     out: dict[str, float] = {
         "tasks": ledger.n_tasks,
-        "tasks_unfinished": int(ledger.n_tasks - np.count_nonzero(state == FINISHED)),
+        "tasks_unfinished": ledger.n_tasks - finished,
         "tasks_waited": waited,
         "preemptions": len(rec.preemptions),
         # churn: the most times one job was preempted, and when the last
@@ -211,9 +243,7 @@ def _decisions(rec: Recorder, paths: np.ndarray) -> pd.DataFrame:
     """The chosen leaf by path, as in every other table (None: nothing placed)."""
     if not rec.keep_decisions:
         raise ValueError("this run kept no decisions table (Simulator(record_decisions=False))")
-    frame = rec.decisions.to_frame()
-    frame["leaf"] = _names(paths, frame["leaf"].to_numpy(), "string")
-    return frame
+    return frame_of("decisions", rec.decisions, paths)
 
 
 def _names(paths: np.ndarray, nodes: np.ndarray, dtype: str) -> pd.api.extensions.ExtensionArray:

@@ -54,9 +54,9 @@ class TaskStops(_Base):
         and frees its server; returns its job.  ``worked_until``: when it
         stopped working, if before now (an eviction)."""
         led = self._ledger
-        job_id = led.stop(task, self._now, new, worked_until)
+        server = self.view.last_server = led.server[task]  # before: a finished task's
+        job_id = led.stop(task, self._now, new, worked_until)  # columns may be given back
         leaf, need = led.job_leaf[job_id], self._need[job_id]
-        server = self.view.last_server = led.server[task]
         self._index.release(server, need)
         self._usage.remove(leaf, need)
         self._dirty.add(leaf)

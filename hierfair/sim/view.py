@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from hierfair.errors import PolicyError
-from hierfair.sim.ledger import EVICTING, Ledger
+from hierfair.sim.ledger import EVICTING, WAITING, Ledger
 from hierfair.sim.model import Cluster, Hierarchy, Job
 from hierfair.sim.placement import Index
 from hierfair.sim.usage import NodeUsage
@@ -178,14 +178,15 @@ class PolicyView:
     def evicting(self, task: int) -> bool:
         """Whether a running task was preempted and its eviction is in flight
         (``preemption.eviction_latency``): asking to preempt it again does nothing."""
-        state = self._ledger.state  # a task not arrived has no column yet: not evicting
-        return 0 <= task < len(state) and state[task] == EVICTING
+        led = self._ledger
+        return 0 <= task < led.n_tasks and led.state[task] == EVICTING
 
     def task_info(self, task: int) -> RunningTask:
         """What a running task is: its job, leaf, server, demand and start."""
         led = self._ledger
-        if not 0 <= task < len(led.state):
-            raise PolicyError(f"no task {task} has started (task_info is for running tasks)")
+        # WAITING: not arrived, or finished and given back (a run with no per-task table)
+        if not 0 <= task < led.n_tasks or led.state[task] == WAITING:
+            raise PolicyError(f"task {task} is not running (task_info is for running tasks)")
         job = self._jobs[led.task_job[task]]
         return RunningTask(job.id, job.leaf, led.server[task], job.demand,
                            led.start[task])

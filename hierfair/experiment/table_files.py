@@ -1,0 +1,62 @@
+"""A run's tables written as the run goes, a row group at a time.
+
+A table that outgrows ``Recorder.FOLD`` rows (2^20, pyarrow's own row-group
+size) hands its rows to :meth:`TableFiles.write` as it grows; each batch is
+the file's next row group, in a temporary beside the file, which
+:meth:`TableFiles.finish` completes with the rows left at the end and puts
+in place.  The bytes are those of the whole table written at once (pandas'
+``to_parquet``; tests/test_streaming.py), so a long run's tables need not
+fit in memory.  A table that never grew so far is written at the end, as
+every table was before.  An interruption leaves a temporary named after its
+writer, which the next sweep removes (:func:`remove_stale_temporaries`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hierfair.experiment.results import temporary_name, write_parquet
+
+
+class TableFiles:
+    """The parquet files of one run folder, written a row group at a time."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._open: dict[str, tuple[pq.ParquetWriter, str]] = {}
+
+    def write(self, name: str, rows: pd.DataFrame) -> None:
+        """The next row group of table ``name``."""
+        table = pa.Table.from_pandas(rows, preserve_index=False)
+        if name not in self._open:
+            tmp = temporary_name(self.run_dir / f"{name}.parquet")
+            self._open[name] = (pq.ParquetWriter(tmp, table.schema), tmp)
+        self._open[name][0].write_table(table)
+
+    def finish(self, name: str, rest: pd.DataFrame) -> None:
+        """Table ``name`` is complete with ``rest``: put its file in place."""
+        if name not in self._open:
+            write_parquet(rest, self.run_dir / f"{name}.parquet")
+            return
+        if len(rest):  # an empty row group would not be in a file written at once
+            self.write(name, rest)
+        writer, tmp = self._open.pop(name)
+        writer.close()
+        os.replace(tmp, self.run_dir / f"{name}.parquet")
+
+    def __enter__(self) -> TableFiles:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        """Whatever was not finished (the run failed) is removed."""
+        for writer, tmp in self._open.values():
+            writer.close()
+            Path(tmp).unlink(missing_ok=True)
+        self._open.clear()

@@ -1,0 +1,124 @@
+"""Per-task columns that hold memory only while their tasks matter.
+
+Every task of a workload has a slot in each column from the start, but the
+columns are private anonymous memory maps (``mmap``): a page costs nothing
+until it is written, and the ledger writes a task's slots only when its job
+arrives.  A run that keeps no per-task table (``tasks``, ``attempts``) also
+*retires* blocks of :data:`BLOCK` tasks once every task in one has finished:
+the columns the schedule digest hashes (:data:`DIGESTED`) are compressed into
+an unnamed spill file, and the block's pages go back to the system
+(``madvise(MADV_DONTNEED)``; they read as zeros after).  A run's memory then
+follows the tasks running and waiting, not the length of its trace
+(docs/performance.md, "Streaming").
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import tempfile
+import weakref
+import zlib
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+
+#: Tasks per block: 2^14 tasks are 128 KiB of an 8-byte column, whole pages.
+SHIFT = 14
+BLOCK = 1 << SHIFT
+#: The columns hashed into the schedule digest, kept (compressed) when a block retires.
+DIGESTED = ("server", "start", "finish", "attempt")
+_DTYPES = {"B": np.uint8, "q": np.int64, "d": np.float64}
+_PAGE = mmap.PAGESIZE
+
+
+class TaskColumns:
+    """Named per-task columns of ``n`` slots, as memoryviews (fast scalar
+    access on the per-task path) and numpy views of the same memory."""
+
+    def __init__(self, n: int, codes: Mapping[str, str], shift: int | None = None,
+                 spill_dir: str | None = None) -> None:
+        self.n = n
+        self.shift = shift = SHIFT if shift is None else shift
+        self.views: dict[str, memoryview] = {}
+        self.arrays: dict[str, np.ndarray] = {}
+        self._maps: dict[str, mmap.mmap] = {}
+        for name, code in codes.items():
+            width = np.dtype(_DTYPES[code]).itemsize
+            # a mapping may not be empty; pages are given only as they are written
+            mm = mmap.mmap(-1, max(n * width, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            self._maps[name] = mm
+            self.views[name] = memoryview(mm)[:n * width].cast(code)
+            self.arrays[name] = np.frombuffer(mm, dtype=_DTYPES[code], count=n)
+        n_blocks = (n >> shift) + 1
+        #: finished tasks of each block, and what a full block holds
+        self.done = [0] * n_blocks
+        self.size = [1 << shift] * n_blocks
+        self.size[-1] = n - ((n_blocks - 1) << shift) or -1  # -1: an empty block never fills
+        self.retired = bytearray(n_blocks)
+        self.n_retired = 0  # tasks in retired blocks
+        self._spill_dir = spill_dir
+        self._spill: tempfile._TemporaryFileWrapper | None = None  # type: ignore[type-arg]
+        #: (column, block) -> where in the spill file, and how long
+        self._spilled: dict[tuple[str, int], tuple[int, int]] = {}
+
+    def bounds(self, block: int) -> tuple[int, int]:
+        lo = block << self.shift
+        return lo, min(lo + (1 << self.shift), self.n)
+
+    def retire(self, block: int) -> None:
+        """Keep the block's digested columns (compressed, on disk) and give
+        its pages back; its slots read as zeros from now on."""
+        lo, hi = self.bounds(block)
+        if self._spill is None:  # unnamed: gone with the process, whatever ends it
+            self._spill = tempfile.TemporaryFile(dir=self._spill_dir)
+            weakref.finalize(self, self._spill.close)  # and closed with these columns
+        f = self._spill
+        for name in DIGESTED:
+            data = zlib.compress(self.arrays[name][lo:hi].tobytes(), 1)
+            self._spilled[name, block] = (f.tell(), len(data))
+            f.write(data)
+        f.flush()
+        for name, mm in self._maps.items():
+            data = self.arrays[name]
+            width = data.itemsize
+            # whole pages go back (2^14 tasks are whole pages of every
+            # column); what shares a page with other blocks is zeroed instead
+            first = -(-lo * width // _PAGE) * _PAGE
+            last = len(mm) if hi == self.n else hi * width // _PAGE * _PAGE
+            if last > first:
+                mm.madvise(mmap.MADV_DONTNEED, first, last - first)
+                data[lo:first // width] = 0
+                data[last // width:hi] = 0
+            else:
+                data[lo:hi] = 0
+        self.retired[block] = 1
+        self.n_retired += hi - lo
+
+    def chunks(self, name: str, upto: int) -> Iterator[bytes]:
+        """The bytes of tasks ``[0, upto)`` of a column, a block at a time
+        (a retired block's from the spill file)."""
+        data = self.arrays[name]
+        for block in range(((upto - 1) >> self.shift) + 1 if upto else 0):
+            lo, hi = self.bounds(block)
+            yield self._restored(name, block) if self.retired[block] else \
+                data[lo:min(hi, upto)].tobytes()
+
+    def restored(self, name: str, upto: int) -> np.ndarray:
+        """A copy of tasks ``[0, upto)`` of a digested column, retired blocks
+        read back from the spill file."""
+        out = self.arrays[name][:upto].copy()
+        for block in np.flatnonzero(np.frombuffer(self.retired, dtype=np.uint8)).tolist():
+            lo, hi = self.bounds(block)
+            out[lo:hi] = np.frombuffer(self._restored(name, block), dtype=out.dtype)
+        return out
+
+    def live(self, upto: int) -> np.ndarray:
+        """Which of tasks ``[0, upto)`` are not in a retired block."""
+        blocks = np.frombuffer(self.retired, dtype=np.uint8) == 0
+        return np.repeat(blocks, 1 << self.shift)[:upto]
+
+    def _restored(self, name: str, block: int) -> bytes:
+        assert self._spill is not None
+        at, length = self._spilled[name, block]
+        return zlib.decompress(os.pread(self._spill.fileno(), length, at))

@@ -1,0 +1,170 @@
+"""Streaming (issue 30 item 1): a run that keeps no per-task table gives
+finished tasks' memory back as it goes, and one that keeps no utilization
+table folds its utilisation rows into integrals.  Neither may change a
+number: the schedule digest, the counts and the summary are those of the
+same run keeping everything (differential, on shipped specs with
+preemption, eviction latency, faults, checkpoints and ``after`` jobs)."""
+
+from __future__ import annotations
+
+import math
+import numpy as np
+import os
+from pathlib import Path
+
+import pytest
+
+import hierfair.sim.taskstore as taskstore
+from hierfair.algorithms import make_policy
+from hierfair.experiment.results import WALL_CLOCK_COLUMNS, summarize
+from hierfair.experiment.spec import build_experiment
+from hierfair.experiment.spec_yaml import read_yaml
+from hierfair.sim.recording import Recorder
+
+from .conftest import experiment
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = ["hdrf-preemptive", "hogs-and-mice", "server-failure", "prod-k11-kueue-desync-evictions",
+         "prod-k4-kueue-tie", "hdrf-cat-preempt"]
+
+
+def _lean(name: str):
+    data = read_yaml(ROOT / "experiments" / f"{name}.yaml")
+    data["tables"] = ["jobs", "preemptions"]
+    data.pop("claims", None)
+    return build_experiment(data, source=name)
+
+
+def _pair(exp, algo, seed, tmp_path):
+    full = exp.simulator(make_policy(algo.name, algo.params), seed, placement=algo.placement)
+    a = full.run(until=exp.spec.stop_at)
+    lean = exp.simulator(make_policy(algo.name, algo.params), seed, placement=algo.placement,
+                         spill_dir=str(tmp_path))
+    b = lean.run(until=exp.spec.stop_at)
+    return a, b, lean
+
+
+@pytest.mark.parametrize("shift", [0, 3])
+@pytest.mark.parametrize("name", SPECS)
+def test_a_streamed_run_reports_what_the_same_run_keeping_everything_does(
+        name, shift, tmp_path, monkeypatch):
+    # blocks of 1 and 8 tasks: a task is given back as soon as it (its block) finishes
+    monkeypatch.setattr(taskstore, "SHIFT", shift)
+    monkeypatch.setattr(Recorder, "FOLD", 4)  # and utilisation folds often
+    exp = _lean(name)
+    for algo in exp.spec.algorithms:
+        a, b, lean = _pair(exp, algo, 0, tmp_path)
+        assert b.schedule_digest == a.schedule_digest, algo.name
+        assert b.makespan == a.makespan
+        sa, sb = summarize(a), summarize(b)
+        for key, value in sa.items():
+            if key in WALL_CLOCK_COLUMNS:
+                continue
+            if key.startswith("util_"):  # summed a fold at a time: equal to rounding
+                assert math.isclose(sb[key], value, rel_tol=1e-12, abs_tol=1e-15), key
+            elif isinstance(value, float) and math.isnan(value):
+                assert math.isnan(sb[key]), key
+            else:
+                assert sb[key] == value, (algo.name, key)
+        assert b.jobs.equals(a.jobs) and b.preemptions.equals(a.preemptions)
+        finished = sa["tasks"] - sa["tasks_unfinished"]
+        # a block of one task goes as it finishes
+        assert lean._ledger.retired == finished if shift == 0 else lean._ledger.retired <= finished
+        # folded when it held more rows than it may
+        assert (b.utilization_folded is not None) == (len(a.utilization) > Recorder.FOLD + 1)
+    assert os.listdir(tmp_path) == []  # the spill file has no name
+
+
+def test_a_run_keeping_everything_is_untouched_by_folding_limits(tmp_path, monkeypatch):
+    """Without ``spill_dir`` (or with the tables kept) nothing is given back."""
+    monkeypatch.setattr(taskstore, "SHIFT", 3)
+    monkeypatch.setattr(Recorder, "FOLD", 16)
+    data = read_yaml(ROOT / "experiments" / "hogs-and-mice.yaml")
+    data["tables"] = ["tasks", "utilization"]
+    data.pop("claims", None)
+    exp = build_experiment(data)
+    algo = exp.spec.algorithms[0]
+    a, b, lean = _pair(exp, algo, 0, tmp_path)
+    assert lean._ledger.retired == 0 and b.utilization_folded is None
+    assert b.tasks.equals(a.tasks) and b.utilization.equals(a.utilization)
+
+
+def test_what_was_given_back_is_not_read_as_if_it_were_there(tmp_path, monkeypatch):
+    # blocks of 512 tasks: whole pages of an 8-byte column go back to the system
+    monkeypatch.setattr(taskstore, "SHIFT", 9)
+    monkeypatch.setattr(Recorder, "FOLD", 2)
+    exp = experiment(workload={"jobs": [
+        {"queue": "A", "tasks": 2000, "demand": {"cpu": 1, "mem": 1}, "duration": 3},
+        {"queue": "B", "tasks": 2000, "demand": {"cpu": 2, "mem": 1}, "duration": 5,
+         "submit": 1}]}, tables=["jobs"])
+    kept = exp.simulator(make_policy("drf"), 0).run()
+    sim = exp.simulator(make_policy("drf"), 0, spill_dir=str(tmp_path))
+    result = sim.run()
+    led = sim._ledger
+    assert led.retired == 4000  # every block finished
+    assert not led._store.arrays["finish"].any()  # what memory holds: nothing
+    assert (led.states() == 3).all()
+    # the digested columns come back from the spill file; the rest are gone
+    assert (led.column("finish") == kept.tasks["finish"].to_numpy()).all()
+    assert (led.column("server") == kept.tasks["server"].to_numpy()).all()
+    with pytest.raises(ValueError, match="given back"):
+        led.column("ran")
+    with pytest.raises(ValueError, match="left memory"):
+        result.utilization  # noqa: B018
+    with pytest.raises(Exception, match="not running"):
+        sim.view.task_info(5)
+    assert len(result.rest("utilization")) <= Recorder.FOLD
+    assert result.schedule_digest == kept.schedule_digest
+
+
+def test_the_row_groups_a_table_streams_are_pyarrows_own(tmp_path):
+    """Recorder.FOLD is pyarrow's row-group size: a streamed table's file has
+    the bytes of the whole table written at the end."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    frame = pd.DataFrame({"time": np.arange(Recorder.FOLD + 1, dtype=float)})
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    meta = pq.ParquetFile(tmp_path / "t.parquet").metadata
+    assert meta.num_row_groups == 2 and meta.row_group(0).num_rows == Recorder.FOLD
+
+
+def test_tables_written_as_the_run_goes_have_the_bytes_of_tables_written_at_the_end(
+        tmp_path, monkeypatch):
+    import hierfair
+
+    data = read_yaml(ROOT / "experiments" / "hogs-and-mice.yaml")
+    data.update(algorithms=["drf", data["algorithms"][4]], seeds=[10],
+                tables=["jobs", "allocations", "utilization", "decisions"])
+    data.pop("claims")
+    hierfair.run(data, out=tmp_path / "whole", jobs=0)
+    monkeypatch.setattr(Recorder, "FOLD", 64)
+    monkeypatch.setattr(taskstore, "SHIFT", 3)
+    hierfair.run(data, out=tmp_path / "streamed", jobs=0)
+    import pandas as pd
+    import pyarrow.parquet as pq
+    whole = sorted((tmp_path / "whole").rglob("*.parquet"))
+    assert len(whole) == 2 * 4 + 1
+    for path in whole:
+        other = tmp_path / "streamed" / path.relative_to(tmp_path / "whole")
+        if path.name == "runs.parquet":
+            a, b = pd.read_parquet(path), pd.read_parquet(other)
+            for col in ("makespan", "tasks_waited", "schedule_digest", "preemptions",
+                        "wait_mean", "completion_mean"):
+                assert (a[col] == b[col]).all(), col
+            assert np.allclose(a["util_cpu"], b["util_cpu"], rtol=1e-12)
+            continue
+        if path.name == "decisions.parquet":  # latencies are wall-clock
+            a, b = pd.read_parquet(path), pd.read_parquet(other)
+            assert a.drop(columns="latency_ns").equals(b.drop(columns="latency_ns"))
+            continue
+        frame = pd.read_parquet(path)
+        if len(frame) > 64:  # streamed: 64-row groups, as if written at once with them
+            assert pq.ParquetFile(other).metadata.row_group(0).num_rows == 64
+            ref = tmp_path / "ref.parquet"
+            frame.to_parquet(ref, index=False, row_group_size=64)
+            assert other.read_bytes() == ref.read_bytes(), path.name
+        else:
+            assert other.read_bytes() == path.read_bytes(), path.name
+    assert not [p for p in (tmp_path / "streamed").rglob(".*") if p.is_file()]
