@@ -143,15 +143,16 @@ class Ledger:
 
     # -- queues ----------------------------------------------------------------
     def _grow(self, job_id: int) -> None:
-        """Give every task up to ``job_id``'s last its columns (in place: the
-        simulator holds references to them), and a quarter more with 64k
-        tasks to spare: growing a job at a time would cost ten times more an
+        """Give every task up to ``job_id``'s last its columns, and 64k tasks
+        to spare: growing a job at a time would cost ten times more an
         arrival (jobs of one task), and a task with columns before its job
-        arrives holds the values of one that has none."""
+        arrives holds the values of one that has none.  Not a share of
+        what arrived: the slots are there already (memory maps), and a
+        margin in proportion would grow with the run."""
         first = self._grown
         if job_id < first:
             return
-        want = min(self.n_tasks, self.filled + self.filled // 4 + (1 << 16))
+        want = min(self.n_tasks, self.filled + (1 << 16))
         # the job holding task want - 1, if its columns end further
         job_id = max(job_id, bisect.bisect_right(self.offset, want - 1) - 1)
         jobs = self.jobs[first:job_id + 1]
