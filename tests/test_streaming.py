@@ -168,3 +168,23 @@ def test_tables_written_as_the_run_goes_have_the_bytes_of_tables_written_at_the_
         else:
             assert other.read_bytes() == path.read_bytes(), path.name
     assert not [p for p in (tmp_path / "streamed").rglob(".*") if p.is_file()]
+
+
+def test_utilisation_after_the_last_finish_is_not_folded_past_the_end(tmp_path, monkeypatch):
+    """Review of ed7e1c5: a server that fails for good after the last finish
+    changes utilisation after the run's end (the makespan); a fold must not
+    count it (the summary clips at the end)."""
+    data = read_yaml(ROOT / "experiments" / "prod-u1-yunikorn.yaml")
+    data["tables"] = ["jobs"]
+    data.pop("claims", None)
+    data["faults"] = {"servers": [{"server": 0, "at": 10, "repair": None}]}
+    exp = build_experiment(data)
+    algo = next(a for a in exp.spec.algorithms if a.name == "hdrf")
+    a, b, _ = _pair(exp, algo, 90, tmp_path)
+    assert a.utilization["time"].max() > a.makespan  # the case itself
+    monkeypatch.setattr(Recorder, "FOLD", 1)
+    b = exp.simulator(make_policy(algo.name, algo.params), 90, placement=algo.placement,
+                      spill_dir=str(tmp_path)).run(until=exp.spec.stop_at)
+    assert b.utilization_folded is not None
+    for key in ("util_vcore", "util_memory"):
+        assert math.isclose(summarize(b)[key], summarize(a)[key], rel_tol=1e-12)

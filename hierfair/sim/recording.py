@@ -7,6 +7,7 @@ fixed machine type, appended to in place and handed to pandas once at the end.
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -112,6 +113,11 @@ class Recorder:
         #: (its file's next row group; None: every row stays to the end)
         self.sink = sink
         self.streamed: set[str] = set()  # tables some rows of which left
+        #: the last task finish so far (the simulator sets it): the summary
+        #: averages utilisation up to the run's end, the last finish or the
+        #: stop, so rows that ended by then may be integrated; rows after it
+        #: (a kill after the last finish) wait, to be cut at the end
+        self.horizon = -math.inf
 
     def bound(self) -> None:
         """Keep memory bounded (called every step).  Past :attr:`FOLD` rows,
@@ -123,7 +129,9 @@ class Recorder:
         if not self.keep_decisions:
             self.latency.bound()
         fold = self.FOLD
-        if len(self.utilization) > fold and (self.sink or not self.keep_utilization):
+        util = self.utilization
+        if (len(util) > fold and (self.sink or not self.keep_utilization)
+                and util.column("time")[fold] <= self.horizon):
             self._fold_utilization(fold)
         if self.sink is None:
             return
@@ -141,7 +149,7 @@ class Recorder:
 
     def _fold_utilization(self, k: int) -> None:
         """Integrate the first ``k`` utilisation rows (each row's value until
-        the next row's time) and let them go: pairwise sums a fold at a
+        the next row's time, by :attr:`horizon`) and let them go: pairwise sums a fold at a
         time, as numpy sums the whole, so equal to rounding; a run that
         never folds gets the bytes it always did."""
         util = self.utilization

@@ -64,6 +64,7 @@ class TaskStops(_Base):
 
     def _finish(self, task: int) -> None:
         job_id = self._stop(task, FINISHED)
+        self._rec.horizon = self._now  # utilisation rows before it may be folded
         job = self._jobs[job_id]
         t0 = perf_counter_ns()
         self.policy.on_task_finish(job.leaf, job.demand)
