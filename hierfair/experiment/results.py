@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from hierfair.experiment.stats import time_average
@@ -46,13 +47,16 @@ def summarize(result: SimulationResult, mice_max_tasks: int = MICE_MAX_TASKS,
     # utilisation over the run: to the last finish, or to where it was stopped
     stopped = result.stopped_at
     out["stopped_at"] = float("nan") if stopped is None else stopped
-    # a run too long to keep its utilisation rows folded most into integrals
-    folded = result.utilization_folded
-    util = result.rest("utilization")
-    for i, r in enumerate(result.resources):
-        out[f"util_{r}"] = time_average(util["time"].to_numpy(), util[r].to_numpy(),
-                                        result.makespan if stopped is None else stopped,
-                                        before=folded[i] if folded is not None else None)
+    end = result.makespan if stopped is None else stopped
+    integrals = result.utilization_integrals  # a run too long to keep its rows
+    if integrals is not None:  # time_average's sum over every row, to the bit
+        totals = integrals(end) if end > 0 else [0.0] * len(result.resources)
+        for r, total in zip(result.resources, totals, strict=True):
+            out[f"util_{r}"] = float(np.float64(total) / end) if end > 0 else 0.0
+    else:
+        util = result.utilization
+        for r in result.resources:
+            out[f"util_{r}"] = time_average(util["time"].to_numpy(), util[r].to_numpy(), end)
     jobs = result.jobs
     out["jobs"] = len(jobs)
     counts = result.counts  # from the run's arrays: no task, attempt or decision table built

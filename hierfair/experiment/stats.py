@@ -145,18 +145,12 @@ def combine(outcomes: list[Outcome]) -> Outcome:
 # byte-for-byte stable: runs.parquet's utilisation divides by the run's length
 # (time before the first change point counts as 0); a claim's time statistic
 # divides by the time covered inside its window.
-def time_average(times: np.ndarray, values: np.ndarray, end: float,
-                 before: float | None = None) -> float:
-    """Mean of a step function (value ``values[k]`` from ``times[k]`` on) over
-    [0, end]; ``before``: its integral up to ``times[0]``, if it started
-    earlier (a run's folded utilisation rows)."""
+def time_average(times: np.ndarray, values: np.ndarray, end: float) -> float:
+    """Mean of a step function (value ``values[k]`` from ``times[k]`` on) over [0, end]."""
     if end <= 0 or times.size == 0:
         return 0.0
     t = np.append(np.clip(times, 0, end), end)
-    total = np.sum(values * np.diff(t))
-    if before is not None:
-        total = total + before
-    return float(total / end)
+    return float(np.sum(values * np.diff(t)) / end)
 
 
 def time_statistic(series: pd.DataFrame, values: np.ndarray, stat: str,

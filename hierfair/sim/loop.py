@@ -104,7 +104,7 @@ class Simulator(TaskStops, HandStepping):
         self._table_sink = table_sink
         self._rec = Recorder(cluster.resources, keep_decisions=record_decisions,
                              keep_utilization=record_utilization,
-                             sink=self._emit if table_sink else None)
+                             sink=self._emit if table_sink else None, spill_dir=spill_dir)
         self._mode = interruptions or Interruptions()
         self._faults = faults or Faults()
         self._task_failures = self._faults.task_failure > 0

@@ -8,9 +8,13 @@ fixed machine type, appended to in place and handed to pandas once at the end.
 from __future__ import annotations
 
 import math
+import os
+import tempfile
+import weakref
 from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -69,6 +73,24 @@ class Columns:
         return pd.DataFrame({name: self.column(name).copy() for name in self._order})
 
 
+#: numpy's PW_BLOCKSIZE: a range of at most this many values is summed unsplit
+_PAIRWISE_BLOCK = 128
+
+
+def pairwise_sum(values: Callable[[int, int], np.ndarray], lo: int, hi: int,
+                 most: int) -> np.floating:
+    """``np.sum`` of a float64 array of ``hi - lo`` values to the same bits,
+    reading at most ``most`` of them at once (``values(a, b)``): numpy sums
+    a contiguous array pairwise, halving a range (less its remainder mod 8)
+    until it is 128 values or fewer, and ``np.sum`` of a part is its
+    subtree (tests/test_streaming.py checks the identity)."""
+    if hi - lo <= max(most, _PAIRWISE_BLOCK):  # numpy splits nothing this short
+        return np.sum(values(lo, hi))
+    half = (hi - lo) // 2
+    half -= half % 8
+    return pairwise_sum(values, lo, lo + half, most) + pairwise_sum(values, lo + half, hi, most)
+
+
 class Recorder:
     """The five recorded tables, with one cheap method per kind of row."""
 
@@ -77,7 +99,8 @@ class Recorder:
 
     def __init__(self, resources: Sequence[str], keep_decisions: bool = True,
                  keep_utilization: bool = True,
-                 sink: Callable[[str, Columns], None] | None = None) -> None:
+                 sink: Callable[[str, Columns], None] | None = None,
+                 spill_dir: str | None = None) -> None:
         self.resources = tuple(resources)
         self.allocations = Columns([("time", "d"), ("node", "q"), ("tasks", "q")]
                                    + [(r, "d") for r in resources])
@@ -106,9 +129,11 @@ class Recorder:
         self._al_tasks = al.col("tasks")
         self._last_util: tuple[float, ...] | None = None
         self.keep_utilization = keep_utilization
-        #: each resource's utilisation integral over the rows folded away
-        #: (None: none were; :meth:`bound`)
-        self.folded: list[float] | None = None
+        #: utilisation rows folded away (:meth:`bound`): their products
+        #: (value x how long it held) wait in an unnamed file in ``spill_dir``
+        self.folded = 0
+        self.spill_dir = spill_dir
+        self._products: BinaryIO | None = None
         #: where a kept table's rows go, :attr:`FOLD` at a time, as it grows
         #: (its file's next row group; None: every row stays to the end)
         self.sink = sink
@@ -148,20 +173,53 @@ class Recorder:
         self.streamed.add(name)
 
     def _fold_utilization(self, k: int) -> None:
-        """Integrate the first ``k`` utilisation rows (each row's value until
-        the next row's time, by :attr:`horizon`) and let them go: pairwise sums a fold at a
-        time, as numpy sums the whole, so equal to rounding; a run that
-        never folds gets the bytes it always did."""
+        """Let the first ``k`` utilisation rows go, keeping each row's value
+        times how long it held (until the next row's time: by
+        :attr:`horizon`, so before the run's end) in an unnamed file, one
+        block of ``k`` a resource: :meth:`integrals` sums them as numpy sums
+        the whole, to the same bits."""
         util = self.utilization
         after = util.column("time")[k]  # when the last of them ends
         head = util.cut(k)
         held = np.diff(np.clip(np.append(head.column("time"), after), 0, None))
-        sums = [float(np.sum(head.column(r) * held)) for r in self.resources]
-        self.folded = sums if self.folded is None else \
-            [a + b for a, b in zip(self.folded, sums, strict=True)]
+        if self._products is None:
+            self._products = tempfile.TemporaryFile(dir=self.spill_dir)
+            weakref.finalize(self, self._products.close)
+        for r in self.resources:
+            self._products.write((head.column(r) * held).tobytes())
+        self.folded += k
         self.streamed.add("utilization")
         if self.keep_utilization:
             self._emit("utilization", head)
+
+    def integrals(self, end: float) -> list[float]:
+        """Each resource's utilisation integral over [0, ``end``] of a run
+        that folded rows: ``np.sum(values * np.diff(times))`` over every row,
+        as :func:`~hierfair.experiment.stats.time_average` takes it, with
+        numpy's own pairwise split, a fold's worth read back at a time."""
+        tail = self.utilization
+        held = np.diff(np.append(np.clip(tail.column("time"), 0, end), end))
+        assert self._products is not None
+        self._products.flush()
+        fd, fold, n = self._products.fileno(), self.FOLD, len(self.resources)
+        out = []
+        for i, r in enumerate(self.resources):
+            last = tail.column(r) * held
+
+            def values(lo: int, hi: int, i: int = i, last: np.ndarray = last) -> np.ndarray:
+                parts = []
+                while lo < min(hi, self.folded):  # from the file, a fold at a time
+                    block, at = divmod(lo, fold)
+                    stop = min(hi, (block + 1) * fold, self.folded)
+                    where = ((block * n + i) * fold + at) * 8
+                    parts.append(np.frombuffer(os.pread(fd, (stop - lo) * 8, where)))
+                    lo = stop
+                if hi > lo:
+                    parts.append(last[lo - self.folded:hi - self.folded])
+                return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+            out.append(float(pairwise_sum(values, 0, self.folded + len(last), fold)))
+        return out
 
     def cut_short(self, seq: int, task: int, server: int, start: float, end: float,
                   outcome: int) -> None:

@@ -35,13 +35,14 @@ class SimulationResult:
                  resources: tuple[str, ...], makespan: float, workload_source: str,
                  wasted_work: float = 0.0, stopped_at: float | None = None,
                  counts: Mapping[str, float] | None = None, schedule_digest: str = "",
-                 loop: str = "", utilization_folded: list[float] | None = None,
+                 loop: str = "",
+                 utilization_integrals: Callable[[float], list[float]] | None = None,
                  streamed: frozenset[str] = frozenset()) -> None:
         self._builders = dict(builders)
         #: a run that held more utilisation rows than Recorder.FOLD: each
-        #: resource's integral over the rows folded away (None: it kept them
-        #: all); ``rest("utilization")`` has the others
-        self.utilization_folded = utilization_folded
+        #: resource's integral up to a time, over every row (None: it kept
+        #: them all, in ``utilization``)
+        self.utilization_integrals = utilization_integrals
         #: tables some rows of which left as the run went (to their files'
         #: row groups, or folded): only :meth:`rest` reads what stayed
         self.streamed = streamed
@@ -114,7 +115,7 @@ def tables(ledger: Ledger, rec: Recorder, hierarchy: Hierarchy, resources: tuple
         counts=_counts(ledger, rec),
         schedule_digest=_schedule_digest(ledger),
         loop=loop,
-        utilization_folded=rec.folded,
+        utilization_integrals=rec.integrals if rec.folded else None,
         streamed=frozenset(rec.streamed),
     )
 
