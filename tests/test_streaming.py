@@ -215,3 +215,41 @@ def test_a_long_run_averages_utilisation_to_the_bit(tmp_path, monkeypatch):
         assert b.utilization_integrals is not None and len(a.utilization) > 20 * 37
         sa, sb = summarize(a), summarize(b)
         assert sa["util_cpu"] == sb["util_cpu"] and sa["util_mem"] == sb["util_mem"]
+
+
+def test_table_files_touch_only_their_own_files_under_the_run_folder(tmp_path):
+    """What TableFiles removes or replaces: its own temporaries, and the run's
+    ``<table>.parquet`` it puts in place -- never a user's file beside them,
+    another writer's temporary, or anything outside the run folder."""
+    import pandas as pd
+
+    from hierfair.experiment.table_files import TableFiles
+
+    run = tmp_path / "out" / "runs" / "r"
+    run.mkdir(parents=True)
+    mine = run / "notes.txt"
+    mine.write_text("the user's")
+    other = run / ".jobs.parquet~elsewhere~1~abcd1234.tmp"  # another host's writer
+    other.write_bytes(b"x")
+    outside = tmp_path / "allocations.parquet"
+    outside.write_bytes(b"not ours")
+    rows = pd.DataFrame({"time": [0.0, 1.0]})
+
+    with pytest.raises(RuntimeError), TableFiles(run) as files:  # a run that fails
+        files.write("allocations", rows)
+        assert len(list(run.glob(".allocations.parquet~*.tmp"))) == 1
+        raise RuntimeError
+    assert sorted(p.name for p in run.iterdir()) == sorted([mine.name, other.name])
+    with TableFiles(run) as files:  # one that completes
+        files.write("utilization", rows)
+        files.finish("utilization", rows)
+        files.finish("jobs", rows)
+    assert sorted(p.name for p in run.iterdir()) == sorted(
+        [mine.name, other.name, "utilization.parquet", "jobs.parquet"])
+    assert len(pd.read_parquet(run / "utilization.parquet")) == 4
+    assert mine.read_text() == "the user's" and other.read_bytes() == b"x"
+    assert outside.read_bytes() == b"not ours"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["allocations.parquet", "out"]
+    with pytest.raises(ValueError, match="not a table"):
+        TableFiles(run).finish("../../../allocations", rows)
+    assert outside.read_bytes() == b"not ours"

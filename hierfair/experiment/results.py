@@ -52,7 +52,7 @@ def summarize(result: SimulationResult, mice_max_tasks: int = MICE_MAX_TASKS,
     if integrals is not None:  # time_average's sum over every row, to the bit
         totals = integrals(end) if end > 0 else [0.0] * len(result.resources)
         for r, total in zip(result.resources, totals, strict=True):
-            out[f"util_{r}"] = float(np.float64(total) / end) if end > 0 else 0.0
+            out[f"util_{r}"] = float(np.float64(total) / end) if end > 0 else total
     else:
         util = result.utilization
         for r in result.resources:

@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hierfair.experiment.spec_models import DETAIL_TABLES
 from hierfair.experiment.results import temporary_name, write_parquet
 
 
@@ -33,6 +34,7 @@ class TableFiles:
 
     def write(self, name: str, rows: pd.DataFrame) -> None:
         """The next row group of table ``name``."""
+        _check(name)
         table = pa.Table.from_pandas(rows, preserve_index=False)
         if name not in self._open:
             tmp = temporary_name(self.run_dir / f"{name}.parquet")
@@ -41,6 +43,7 @@ class TableFiles:
 
     def finish(self, name: str, rest: pd.DataFrame) -> None:
         """Table ``name`` is complete with ``rest``: put its file in place."""
+        _check(name)
         if name not in self._open:
             write_parquet(rest, self.run_dir / f"{name}.parquet")
             return
@@ -60,3 +63,10 @@ class TableFiles:
             writer.close()
             Path(tmp).unlink(missing_ok=True)
         self._open.clear()
+
+
+def _check(name: str) -> None:
+    """Only a run's own tables: the one file this writes or replaces is
+    ``<run folder>/<table>.parquet`` (which the run folder's manifest lists)."""
+    if name not in DETAIL_TABLES:
+        raise ValueError(f"not a table of a run: {name!r}")

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
-import weakref
 from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -20,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from hierfair.sim.latency import LatencyLog
+from hierfair.sim.taskstore import unnamed_file
 
 #: How an attempt ended (attempts.parquet ``outcome``).
 OUTCOMES = ("running", "finished", "preempted", "killed", "failed")
@@ -183,8 +182,7 @@ class Recorder:
         head = util.cut(k)
         held = np.diff(np.clip(np.append(head.column("time"), after), 0, None))
         if self._products is None:
-            self._products = tempfile.TemporaryFile(dir=self.spill_dir)
-            weakref.finalize(self, self._products.close)
+            self._products = unnamed_file(self, self.spill_dir)
         for r in self.resources:
             self._products.write((head.column(r) * held).tobytes())
         self.folded += k

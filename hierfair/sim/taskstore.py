@@ -20,6 +20,7 @@ import tempfile
 import weakref
 import zlib
 from collections.abc import Iterator, Mapping
+from typing import BinaryIO
 
 import numpy as np
 
@@ -30,6 +31,15 @@ BLOCK = 1 << SHIFT
 DIGESTED = ("server", "start", "finish", "attempt")
 _DTYPES = {"B": np.uint8, "q": np.int64, "d": np.float64}
 _PAGE = mmap.PAGESIZE
+
+
+def unnamed_file(owner: object, folder: str | None) -> BinaryIO:
+    """A scratch file in ``folder`` (None: the system's temporary folder)
+    with no name (O_TMPFILE where the file system has it): nothing is left
+    in the folder, however the process ends; closed with ``owner``."""
+    f = tempfile.TemporaryFile(dir=folder)
+    weakref.finalize(owner, f.close)
+    return f
 
 
 class TaskColumns:
@@ -58,7 +68,7 @@ class TaskColumns:
         self.retired = bytearray(n_blocks)
         self.n_retired = 0  # tasks in retired blocks
         self._spill_dir = spill_dir
-        self._spill: tempfile._TemporaryFileWrapper | None = None  # type: ignore[type-arg]
+        self._spill: BinaryIO | None = None
         #: (column, block) -> where in the spill file, and how long
         self._spilled: dict[tuple[str, int], tuple[int, int]] = {}
 
@@ -70,9 +80,8 @@ class TaskColumns:
         """Keep the block's digested columns (compressed, on disk) and give
         its pages back; its slots read as zeros from now on."""
         lo, hi = self.bounds(block)
-        if self._spill is None:  # unnamed: gone with the process, whatever ends it
-            self._spill = tempfile.TemporaryFile(dir=self._spill_dir)
-            weakref.finalize(self, self._spill.close)  # and closed with these columns
+        if self._spill is None:
+            self._spill = unnamed_file(self, self._spill_dir)
         f = self._spill
         for name in DIGESTED:
             data = zlib.compress(self.arrays[name][lo:hi].tobytes(), 1)
