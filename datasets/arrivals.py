@@ -28,7 +28,7 @@ arrive at once has no span, so ``offered_load`` cannot be set for it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -37,7 +37,8 @@ from pydantic import Field, ValidationError, model_validator
 
 from hierfair.errors import SpecError, from_pydantic
 from hierfair.fields import MAX_TIME, Strict
-from hierfair.sim.model import Cluster, Workload
+from hierfair.sim.jobtable import JobTable
+from hierfair.sim.model import Cluster, Job, Workload, job_columns
 
 
 class Arrivals(Strict):
@@ -79,10 +80,10 @@ def offered_load(workload: Workload, cluster: Cluster) -> float:
     if not workload.jobs:
         return 0.0
     work = np.zeros(cluster.n_resources)
-    for job in workload.jobs:
+    for job in workload.jobs:  # (a JobTable's jobs made one at a time)
         work += job.demand * float(job.durations.sum())
-    submits = [job.submit for job in workload.jobs]
-    span = max(submits) - min(submits)
+    submits = job_columns(workload.jobs).submit
+    span = float(submits.max()) - float(submits.min())
     if span <= 0:
         return float("inf")
     return float(np.max(work / (cluster.total * span)))
@@ -91,11 +92,14 @@ def offered_load(workload: Workload, cluster: Cluster) -> float:
 def _sequential(workload: Workload) -> Workload:
     """Each job waits for the previous job of its leaf (in arrival order)."""
     last: dict[int, int] = {}
-    jobs = []
-    for job in workload.jobs:
-        jobs.append(replace(job, after=last.get(job.leaf, -1)))
-        last[job.leaf] = job.id
-    return replace(workload, jobs=tuple(jobs),
+    cols = job_columns(workload.jobs)
+    after = np.empty(len(cols.leaf), dtype=np.int64)
+    for job, leaf in enumerate(cols.leaf.tolist()):
+        after[job] = last.get(leaf, -1)
+        last[leaf] = job
+    jobs = (workload.jobs.with_columns(after=after) if isinstance(workload.jobs, JobTable)
+            else tuple(replace(job, after=int(a)) for job, a in zip(workload.jobs, after)))
+    return replace(workload, jobs=jobs,
                    source=f"{workload.source}; each leaf's jobs in sequence")
 
 
@@ -118,9 +122,14 @@ def apply(workload: Workload, arrivals: Arrivals | None, cluster: Cluster) -> Wo
                             value=arrivals.offered_load)
         scale = load / arrivals.offered_load
         what = f"scaled x{scale:.4g} to offered load {arrivals.offered_load:g}"
-    t0 = min(job.submit for job in workload.jobs) if workload.jobs else 0.0
-    jobs = tuple(replace(job, submit=t0 + (job.submit - t0) * scale) for job in workload.jobs)
-    last = max((job.submit for job in jobs), default=0.0)
+    cols = job_columns(workload.jobs)
+    t0 = float(cols.submit.min()) if len(cols.submit) else 0.0
+    submits = t0 + (cols.submit - t0) * scale  # each the same float as one at a time
+    if isinstance(workload.jobs, JobTable):
+        jobs: Sequence[Job] = workload.jobs.with_columns(submit=submits)
+    else:
+        jobs = tuple(replace(job, submit=s) for job, s in zip(workload.jobs, submits.tolist()))
+    last = float(submits.max()) if len(submits) else 0.0
     if last > MAX_TIME:
         raise SpecError(f"stretches the last arrival to {last:.4g} s, past the limit of "
                         f"{MAX_TIME:g} s", where="workload.arrivals",

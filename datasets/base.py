@@ -149,57 +149,72 @@ def no_server_carries(need: frozenset[str], cluster: Cluster) -> str:
             f"{', '.join(known) or 'none'})")
 
 
+def check_job(r: RawJob, cluster: Cluster, hierarchy: Hierarchy,
+              fits: dict[tuple[bytes, frozenset[str]], bool]) -> tuple[int, np.ndarray]:
+    """``r``'s leaf and demand vector (read-only; a :class:`Demand` when
+    limited to some servers), checked against the hierarchy and the cluster;
+    ``fits`` remembers which shapes fit (a trace repeats few)."""
+    if r.queue not in hierarchy:
+        leaves = [hierarchy.paths[x] for x in hierarchy.leaves]
+        raise SpecError("no such queue in the hierarchy;"
+                        + (did_you_mean(r.queue, leaves) or " leaves: "
+                           + ", ".join(leaves[:5]) + (" ..." if len(leaves) > 5 else "")),
+                        where=f"{r.where}.queue", value=r.queue)
+    leaf = hierarchy.index(r.queue)
+    if not hierarchy.is_leaf(leaf):
+        below = range(leaf, int(hierarchy.subtree_end[leaf]))
+        under = [hierarchy.paths[x] for x in below if hierarchy.is_leaf(x)]
+        raise SpecError(f"is an internal node; jobs go to leaves such as {under[:3]}",
+                        where=f"{r.where}.queue", value=r.queue)
+    for res in r.demand:
+        if res not in cluster.resources:
+            raise SpecError(f"unknown resource; the cluster has {list(cluster.resources)}",
+                            where=f"{r.where}.demand.{res}", value=res)
+    for res, amount in r.demand.items():
+        check_range(amount, 0, MAX_AMOUNT, f"{r.where}.demand.{res}")
+    check_range(float(r.submit), 0, MAX_TIME, f"{r.where}.submit")
+    demand = cluster.vector(r.demand)
+    if not (demand > 0).any():
+        raise SpecError("a task must demand some resource", where=f"{r.where}.demand",
+                        value=dict(r.demand))
+    need = hierarchy.requires_of(leaf) | r.requires
+    if need:
+        demand = constrained(demand, need, cluster, r.where)
+    shape = (demand.tobytes(), need)
+    if shape not in fits:
+        fits[shape] = cluster.fits_somewhere(demand)
+    if not fits[shape]:
+        allowed = cluster.capacities if not need else cluster.capacities[cluster.carrying(need)]
+        biggest = allowed.max(axis=0)
+        raise SpecError(
+            "a task of this job fits on no server" + (" it may use" if need else "")
+            + f" (largest server capacity per resource: "
+            f"{dict(zip(cluster.resources, biggest.tolist()))})",
+            where=f"{r.where}.demand", value=dict(r.demand))
+    demand.setflags(write=False)
+    return leaf, demand
+
+
+def checked_durations(durations: Sequence[float] | np.ndarray, where: str) -> np.ndarray:
+    """Task durations as float64, each in (0, MAX_TIME] seconds."""
+    out = np.asarray(durations, dtype=np.float64)
+    bad = ~((out > 0) & (out <= MAX_TIME))  # also catches NaN
+    if bad.any():
+        raise SpecError(f"a task duration must be in (0, {MAX_TIME:g}] seconds",
+                        where=f"{where}.duration", value=float(out[bad][0]))
+    return out
+
+
 def finalize(raw: Sequence[RawJob], cluster: Cluster, hierarchy: Hierarchy,
              source: str, *, inputs: tuple[InputFile, ...] = (), notes: Sequence[str] = (),
              skipped_lines: int = 0) -> Workload:
     """Check jobs against the cluster and hierarchy, then number them in
     arrival order (submit time; listed order breaks ties)."""
     jobs = []
-    fits: dict[tuple[bytes, frozenset[str]], bool] = {}  # a trace repeats few shapes
+    fits: dict[tuple[bytes, frozenset[str]], bool] = {}
     for r in raw:
-        if r.queue not in hierarchy:
-            leaves = [hierarchy.paths[x] for x in hierarchy.leaves]
-            raise SpecError("no such queue in the hierarchy;"
-                            + (did_you_mean(r.queue, leaves) or " leaves: "
-                               + ", ".join(leaves[:5]) + (" ..." if len(leaves) > 5 else "")),
-                            where=f"{r.where}.queue", value=r.queue)
-        leaf = hierarchy.index(r.queue)
-        if not hierarchy.is_leaf(leaf):
-            below = range(leaf, int(hierarchy.subtree_end[leaf]))
-            under = [hierarchy.paths[x] for x in below if hierarchy.is_leaf(x)]
-            raise SpecError(f"is an internal node; jobs go to leaves such as {under[:3]}",
-                            where=f"{r.where}.queue", value=r.queue)
-        for res in r.demand:
-            if res not in cluster.resources:
-                raise SpecError(f"unknown resource; the cluster has {list(cluster.resources)}",
-                                where=f"{r.where}.demand.{res}", value=res)
-        for res, amount in r.demand.items():
-            check_range(amount, 0, MAX_AMOUNT, f"{r.where}.demand.{res}")
-        check_range(float(r.submit), 0, MAX_TIME, f"{r.where}.submit")
-        demand = cluster.vector(r.demand)
-        if not (demand > 0).any():
-            raise SpecError("a task must demand some resource", where=f"{r.where}.demand",
-                            value=dict(r.demand))
-        need = hierarchy.requires_of(leaf) | r.requires
-        if need:
-            demand = constrained(demand, need, cluster, r.where)
-        shape = (demand.tobytes(), need)
-        if shape not in fits:
-            fits[shape] = cluster.fits_somewhere(demand)
-        if not fits[shape]:
-            allowed = cluster.capacities if not need else cluster.capacities[cluster.carrying(need)]
-            biggest = allowed.max(axis=0)
-            raise SpecError(
-                "a task of this job fits on no server" + (" it may use" if need else "")
-                + f" (largest server capacity per resource: "
-                f"{dict(zip(cluster.resources, biggest.tolist()))})",
-                where=f"{r.where}.demand", value=dict(r.demand))
-        demand.setflags(write=False)
-        durations = np.asarray(r.durations, dtype=np.float64)
-        bad = ~((durations > 0) & (durations <= MAX_TIME))  # also catches NaN
-        if bad.any():
-            raise SpecError(f"a task duration must be in (0, {MAX_TIME:g}] seconds",
-                            where=f"{r.where}.duration", value=float(durations[bad][0]))
+        leaf, demand = check_job(r, cluster, hierarchy, fits)
+        durations = checked_durations(r.durations, r.where)
         jobs.append((float(r.submit), leaf, demand, durations, r.name, r.priority,
                      r.eviction_latency))
     order = sorted(range(len(jobs)), key=lambda i: jobs[i][0])  # stable: listed order on ties

@@ -38,10 +38,11 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
-from hierfair.datasets.base import BuildContext, RawJob, finalize
+from hierfair.datasets.base import BuildContext, RawJob, check_job, checked_durations
 from hierfair.errors import SpecError
-from hierfair.fields import Strict
-from hierfair.sim.model import Workload
+from hierfair.fields import MAX_TIME, Strict
+from hierfair.sim.jobtable import JobTable, replace_columns
+from hierfair.sim.model import JobColumns, Workload
 
 #: H-DRF Table 1: (lowest tasks, highest tasks or None, % of Facebook jobs,
 #: jobs in the paper's 100-job schedule).
@@ -105,7 +106,34 @@ def _leaves_below(queue: str, ctx: BuildContext) -> list[str] | None:
     return [h.paths[x] for x in range(node, int(h.subtree_end[node])) if h.is_leaf(x)]
 
 
+class _Durations:
+    """Job ``k``'s task durations, drawn again from where they start in the
+    generator's stream: every job with a spread draws one double a task, in
+    job order, after the per-job draws (PCG64 ``advance`` jumps there)."""
+
+    def __init__(self, p: Params, sizes: np.ndarray, state: dict) -> None:
+        self._sizes, self._state = sizes, state
+        self._offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if len(sizes) else sizes
+        self._spread, self._length, self._large = (p.task_duration_spread, p.task_duration,
+                                                   p.large_task_duration)
+        self._threshold = p.large_threshold
+        self._rng = np.random.Generator(np.random.PCG64())
+
+    def __call__(self, k: int) -> np.ndarray:
+        n = int(self._sizes[k])
+        length = self._large if n >= self._threshold and self._large else self._length
+        if not self._spread:
+            return np.maximum(np.full(n, length), 1e-3)
+        bits = self._rng.bit_generator
+        bits.state = self._state
+        bits.advance(int(self._offset[k]))
+        return np.maximum(length + self._rng.uniform(-self._spread, self._spread, n), 1e-3)
+
+
 def build(p: Params, ctx: BuildContext) -> Workload:
+    """The jobs as a :class:`JobTable`: their columns now, each job's
+    durations when the run reads the job (a week at the paper's scale is
+    two million jobs)."""
     rng = ctx.rng()
     users = ctx.rng(salt=1)  # which user of an internal queue: a stream of its own
     below = {q: _leaves_below(q, ctx) for q in {*p.large_queues, *p.small_queues}}
@@ -113,8 +141,17 @@ def build(p: Params, ctx: BuildContext) -> Workload:
     memory_dominant = rng.random(p.jobs) < p.memory_dominant_fraction
     gaps = rng.exponential(p.interarrival, p.jobs) if p.interarrival > 0 else np.zeros(p.jobs)
     submits = p.submit + np.cumsum(gaps) - gaps[0]
+    durations = _Durations(p, sizes, rng.bit_generator.state)
     has_gpu = "gpu" in ctx.cluster.resources
-    raw, next_large, next_small = [], 0, 0
+    leaves, demands = np.zeros(p.jobs, dtype=np.int64), []
+    shapes: dict[tuple[str, bool, bool], tuple[int, np.ndarray]] = {}
+    fits: dict[tuple[bytes, frozenset[str]], bool] = {}
+    # finalize's checks, in its order, where they can fail: a leaf and demand
+    # on its first job, a submit time from the first one too late, every job's
+    # durations when some could be too long
+    late = int(np.searchsorted(submits, MAX_TIME, side="right"))
+    long = max(p.task_duration, p.large_task_duration or 0) + p.task_duration_spread > MAX_TIME
+    next_large = next_small = 0
     for i, n in enumerate(sizes.tolist()):
         if n >= p.large_threshold:
             queue = p.large_queues[next_large % len(p.large_queues)]
@@ -122,20 +159,20 @@ def build(p: Params, ctx: BuildContext) -> Workload:
         else:
             queue = p.small_queues[next_small % len(p.small_queues)]
             next_small += 1
-        mem = p.mem_dominant_gb if memory_dominant[i] else p.mem_gb
-        demand = {"mem": mem}
-        if queue in p.gpu_queues and has_gpu:
-            demand["gpu"] = 1.0
-        else:
-            demand["cpu"] = p.cpu
-        spread = p.task_duration_spread
-        length = (p.large_task_duration if n >= p.large_threshold and p.large_task_duration
-                  else p.task_duration)
-        durations = (length + rng.uniform(-spread, spread, n) if spread
-                     else np.full(n, length))
-        leaves = below[queue]
-        target = leaves[int(users.integers(len(leaves)))] if leaves else queue
-        raw.append(RawJob(target, demand, np.maximum(durations, 1e-3), float(submits[i]),
-                          f"fb{i}", f"workload (facebook-bins job {i})"))
-    return finalize(raw, ctx.cluster, ctx.hierarchy,
+        options = below[queue]
+        target = options[int(users.integers(len(options)))] if options else queue
+        key = (target, bool(memory_dominant[i]), queue in p.gpu_queues and has_gpu)
+        where = f"workload (facebook-bins job {i})"
+        if key not in shapes or i == late:
+            demand = {"mem": p.mem_dominant_gb if key[1] else p.mem_gb}
+            demand.update({"gpu": 1.0} if key[2] else {"cpu": p.cpu})
+            shapes[key] = check_job(RawJob(target, demand, (), float(submits[i]), "", where),
+                                    ctx.cluster, ctx.hierarchy, fits)
+        if long:
+            checked_durations(durations(i), where)
+        leaves[i], vector = shapes[key]
+        demands.append(vector)
+    columns = replace_columns(JobColumns(leaves, submits, sizes.astype(np.int64),
+                                         np.full(p.jobs, -1, dtype=np.int64), demands))
+    return Workload(JobTable(columns, durations, name="fb{}"),
                     source=f"facebook-bins generator (H-DRF Table 1, seed {ctx.seed})")

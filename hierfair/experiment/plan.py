@@ -25,7 +25,7 @@ from hierfair.errors import SpecError
 from hierfair.experiment.grid import _grid_path_problems, apply_grid_value
 from hierfair.experiment.limits import MAX_RUNS
 from hierfair.experiment.spec import AlgorithmSpec, Experiment, SeedRange, build_experiment
-from hierfair.sim.model import Workload
+from hierfair.sim.model import Workload, job_columns
 
 # Spec fields that are not part of a run's identity (the run names them itself).
 _NOT_IN_KEY = ("algorithms", "seeds", "grid", "name", "description", "claims", "report",
@@ -178,8 +178,8 @@ def resource_warnings(exp: Experiment, workload: Workload) -> list[str]:
     and memory only)."""
     total = exp.cluster.total
     asked = np.zeros(len(total), dtype=bool)
-    for job in workload.jobs:
-        asked |= job.demand > 0
+    for demand in {id(d): d for d in job_columns(workload.jobs).demand}.values():
+        asked |= demand > 0
     out = []
     for r, name in enumerate(exp.cluster.resources):
         if total[r] <= 0:

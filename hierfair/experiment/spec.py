@@ -92,7 +92,7 @@ from hierfair.experiment.spec_models import (  # noqa: F401 - re-exported
 from hierfair.experiment.spec_yaml import _UniqueKeyLoader, read_yaml  # noqa: F401 - re-exported
 from hierfair.sim import Faults, Interruptions, SimulationResult, Simulator
 from hierfair.sim.headroom import Headroom, KeepHeadroom
-from hierfair.sim.model import Cluster, Hierarchy, Workload
+from hierfair.sim.model import Cluster, Hierarchy, Workload, job_columns
 from hierfair.sim.watch import Watch
 from hierfair.sim.placement import PLACEMENTS
 from hierfair.sim.policy import BasePolicy, own_placement
@@ -173,7 +173,8 @@ class Experiment:
         cluster = self.cluster
         if isinstance(hr.size, dict):
             return cluster.vector(hr.size)  # checked against the servers when built
-        demands = np.array([job.demand for job in workload.jobs if job.n_tasks > 0]
+        cols = job_columns(workload.jobs)
+        demands = np.array([d for d, n in zip(cols.demand, cols.size.tolist()) if n > 0]
                            ).reshape(-1, cluster.n_resources)
         if not len(demands):
             return np.zeros(cluster.n_resources)

@@ -24,13 +24,13 @@ import bisect
 import math
 from array import array
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from enum import IntEnum
 
 import numpy as np
 
 from hierfair.errors import PolicyError
-from hierfair.sim.model import Job
+from hierfair.sim.model import Job, job_columns
 from hierfair.sim.taskstore import DIGESTED, TaskColumns
 
 
@@ -61,25 +61,26 @@ def _filled(code: str, value: float, n: int) -> array:
 class Ledger:
     """Per-task and per-job state, leaf queues and what runs on each server."""
 
-    def __init__(self, jobs: tuple[Job, ...], n_nodes: int, n_servers: int,
+    def __init__(self, jobs: Sequence[Job], n_nodes: int, n_servers: int,
                  retire: bool = False, spill_dir: str | None = None,
                  block_shift: int | None = None) -> None:
         """``retire``: give back a block of tasks' memory once all of it has
         finished (a run that keeps no per-task table); its digested columns
         go to an unnamed file in ``spill_dir`` (None: the system's temporary
         folder).  ``block_shift``: log2 of a block's tasks (tests)."""
-        for i, job in enumerate(jobs):
-            if job.id != i:
-                raise ValueError("workload jobs must be numbered 0..n-1 in order")
+        if not hasattr(jobs, "columns"):  # a JobTable numbers its jobs itself
+            for i, job in enumerate(jobs):
+                if job.id != i:
+                    raise ValueError("workload jobs must be numbered 0..n-1 in order")
         self.jobs = jobs
         n_jobs = len(jobs)
-        sizes = [j.n_tasks for j in jobs]
+        cols = job_columns(jobs)
+        sizes = cols.size.tolist()
         self.offset = array("q", [0])
-        for size in sizes:
-            self.offset.append(self.offset[-1] + size)
+        self.offset.extend(np.cumsum(cols.size, dtype=np.int64).tolist())
         n_tasks = self.offset[-1]
         self.n_tasks = n_tasks
-        self.job_leaf = [j.leaf for j in jobs]
+        self.job_leaf = cols.leaf.tolist()
         # -- per task: a slot for every task, written as jobs arrive
         # (:meth:`_grow`); :meth:`column` and :meth:`states` give every task,
         # the ones without columns with what a task that never arrived holds.
@@ -155,14 +156,16 @@ class Ledger:
         want = min(self.n_tasks, self.filled + (1 << 16))
         # the job holding task want - 1, if its columns end further
         job_id = max(job_id, bisect.bisect_right(self.offset, want - 1) - 1)
-        jobs = self.jobs[first:job_id + 1]
+        jobs = self.jobs
         lo, hi = self.offset[first], self.offset[job_id + 1]
         cols = self._store.arrays  # state: WAITING is 0, what unwritten memory reads
         for name, (_, value) in _TASK_FILL.items():
             cols[name][lo:hi] = value
-        cols["left"][lo:hi] = np.concatenate([j.durations for j in jobs])
-        cols["task_job"][lo:hi] = np.repeat(np.arange(first, job_id + 1, dtype=np.int64),
-                                            [j.n_tasks for j in jobs])
+        cols["left"][lo:hi] = np.concatenate([jobs[k].durations
+                                              for k in range(first, job_id + 1)])
+        cols["task_job"][lo:hi] = np.repeat(
+            np.arange(first, job_id + 1, dtype=np.int64),
+            np.diff(np.frombuffer(self.offset, dtype=np.int64)[first:job_id + 2]))
         self._grown = job_id + 1
         self.filled = hi
 
@@ -353,13 +356,13 @@ class Ledger:
 
     def unarrived(self, name: str) -> np.ndarray:
         """A per-task column's values for the tasks without columns yet."""
-        jobs = self.jobs[self._grown:]
-        if name == "left":
+        if name == "left":  # (a JobTable makes each job's durations again)
+            jobs = self.jobs[self._grown:]
             return (np.concatenate([j.durations for j in jobs]).astype(np.float64) if jobs
                     else np.zeros(0))
         if name == "task_job":
             return np.repeat(np.arange(self._grown, len(self.jobs), dtype=np.int64),
-                             [j.n_tasks for j in jobs])
+                             np.diff(np.frombuffer(self.offset, dtype=np.int64)[self._grown:]))
         code, value = _TASK_FILL[name]
         return np.full(self.n_tasks - self.filled, value,
                        dtype=np.int64 if code == "q" else np.float64)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from collections.abc import Callable
 from operator import truediv
 from time import monotonic, perf_counter_ns
@@ -50,7 +51,7 @@ from hierfair.sim.loops import (  # noqa: F401 - MAX_ATTEMPTS re-exported
     LoopWatch,
     RunTimeout,
 )
-from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
+from hierfair.sim.model import Cluster, Hierarchy, Job, Workload, job_columns
 from hierfair.sim.placement import Index, Placement, ServerIndex
 from hierfair.sim.policy import BasePolicy
 from hierfair.sim.server_choice import (
@@ -90,7 +91,8 @@ class Simulator(TaskStops, HandStepping):
         self.hierarchy = hierarchy
         self.workload = workload
         self.policy = policy
-        self._jobs = workload.jobs
+        #: jobs by id (a JobTable's are made when read, and forgotten again)
+        self._jobs = getattr(workload.jobs, "by_id", workload.jobs)
         self._ledger = Ledger(workload.jobs, hierarchy.n_nodes, cluster.n_servers,
                               retire=retire_finished, spill_dir=spill_dir)
         self._index: Index = index_for(policy, cluster, placement, workload, seed)
@@ -108,11 +110,13 @@ class Simulator(TaskStops, HandStepping):
         self._mode = interruptions or Interruptions()
         self._faults = faults or Faults()
         self._task_failures = self._faults.task_failure > 0
-        self._need = [tuple(j.demand.tolist()) for j in self._jobs]  # plain floats
+        cols = job_columns(workload.jobs)
+        needs: dict[int, tuple[float, ...]] = {}  # one tuple a shared demand vector
+        self._need = [needs.get(id(d)) or needs.setdefault(id(d), tuple(d.tolist()))
+                      for d in cols.demand]  # plain floats
         self._released_by: dict[int, list[int]] = {}  # job -> jobs waiting for it
-        for job in self._jobs:
-            if job.after >= 0:
-                self._released_by.setdefault(job.after, []).append(job.id)
+        for job in np.flatnonzero(cols.after >= 0).tolist():
+            self._released_by.setdefault(int(cols.after[job]), []).append(job)
         self._scale = [t if t > 0 else 1 for t in self._index.total.tolist()]
         # ServerIndex never slows a task down; policies' own indexes may.
         self._uniform = type(self._index) is ServerIndex
@@ -155,18 +159,21 @@ class Simulator(TaskStops, HandStepping):
         # instant: the heap holds what runs, not the whole future (a trace may
         # have millions of jobs).  Jobs with ``after`` arrive when the job
         # they wait for finishes.
-        arrivals = sorted((job.submit, job.id) for job in self._jobs if job.after < 0)
-        n_arrivals, a = len(arrivals), 0
+        cols = job_columns(self.workload.jobs)
+        ids = np.flatnonzero(cols.after < 0)
+        ids = ids[np.argsort(cols.submit[ids], kind="stable")]
+        times, ids = array("d", cols.submit[ids].tobytes()), array("q", ids.tobytes())
+        n_arrivals, a = len(ids), 0
         self._faults.plan(events, self.cluster.n_servers)
         attempt, state = led.attempt, led.state
         self._until = until
         while (events or a < n_arrivals) and led.unfinished:
             self._tick()
             now = events[0][0] if events else math.inf
-            if a < n_arrivals and arrivals[a][0] <= now:
-                now = arrivals[a][0]
-                while a < n_arrivals and arrivals[a][0] == now:
-                    heapq.heappush(events, (now, ARRIVAL, arrivals[a][1], 0))
+            if a < n_arrivals and times[a] <= now:
+                now = times[a]
+                while a < n_arrivals and times[a] == now:
+                    heapq.heappush(events, (now, ARRIVAL, ids[a], 0))
                     a += 1
             if until is not None and now > until:
                 self._stopped_at = until

@@ -327,6 +327,29 @@ class Job:
         return int(self.durations.shape[0])
 
 
+class JobColumns(NamedTuple):
+    """Jobs as columns, one entry a job (:func:`job_columns`)."""
+
+    leaf: np.ndarray  # int64
+    submit: np.ndarray  # float64
+    size: np.ndarray  # int64: tasks
+    after: np.ndarray  # int64
+    demand: Sequence[np.ndarray]  # shared vectors where jobs ask the same
+
+
+def job_columns(jobs: Sequence[Job]) -> JobColumns:
+    """``jobs``' columns: a :class:`~hierfair.sim.jobtable.JobTable`'s own,
+    or read off the jobs once."""
+    held = getattr(jobs, "columns", None)
+    if held is not None:
+        return held
+    return JobColumns(np.array([j.leaf for j in jobs], dtype=np.int64),
+                      np.array([j.submit for j in jobs], dtype=np.float64),
+                      np.array([j.n_tasks for j in jobs], dtype=np.int64),
+                      np.array([j.after for j in jobs], dtype=np.int64),
+                      [j.demand for j in jobs])
+
+
 @dataclass(frozen=True)
 class InputFile:
     """A trace file a workload was read from, as identified for the run cache."""
@@ -338,9 +361,11 @@ class InputFile:
 
 @dataclass(frozen=True)
 class Workload:
-    """Jobs sorted by (submit time, id) -- the order arrivals are processed in."""
+    """Jobs sorted by (submit time, id) -- the order arrivals are processed in:
+    a tuple, or a :class:`~hierfair.sim.jobtable.JobTable` that makes each
+    job when it is read."""
 
-    jobs: tuple[Job, ...]
+    jobs: Sequence[Job]
     source: str = "explicit job list"
     #: The trace files actually read (none for generators and job lists).
     inputs: tuple[InputFile, ...] = ()
@@ -359,10 +384,12 @@ class Workload:
 
     @property
     def n_tasks(self) -> int:
-        return sum(j.n_tasks for j in self.jobs)
+        held = getattr(self.jobs, "columns", None)
+        return int(held.size.sum()) if held is not None else sum(j.n_tasks for j in self.jobs)
 
     @cached_property
     def constrained(self) -> bool:
         """Whether some job may use only some servers (a placement
         constraint); looked at once per workload, not once per run."""
-        return any(eligible_servers(j.demand) is not None for j in self.jobs)
+        demands = {id(d): d for d in job_columns(self.jobs).demand}  # shared: looked at once
+        return any(eligible_servers(d) is not None for d in demands.values())

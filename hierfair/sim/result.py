@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from hierfair.sim.ledger import FINISHED, RUNNING, Ledger, TaskState
-from hierfair.sim.model import Hierarchy, shown
+from hierfair.sim.model import Hierarchy, job_columns, shown
 from hierfair.sim.recording import OUTCOMES, Columns, Recorder
 
 #: The tables of a run, in the order runs write them.
@@ -161,15 +161,17 @@ def _state_names(ledger: Ledger) -> list[str]:
 
 def _jobs(ledger: Ledger, hierarchy: Hierarchy) -> pd.DataFrame:
     jobs = ledger.jobs
+    cols = job_columns(jobs)
+    names = jobs.names() if hasattr(jobs, "names") else [j.name for j in jobs]
     frame = pd.DataFrame({
         "job": np.arange(len(jobs)),
-        "name": [j.name for j in jobs],
-        "leaf": [hierarchy.paths[j.leaf] for j in jobs],
-        "tasks": [j.n_tasks for j in jobs],
+        "name": names,
+        "leaf": np.array(hierarchy.paths, dtype=object)[cols.leaf].tolist(),
+        "tasks": cols.size.tolist(),
         # when the job arrived: its submit time, or later if it waited for
         # another job (``after``); NaN if it never arrived
         "submit": ledger.column("job_arrival"),
-        "after": [j.after for j in jobs],
+        "after": cols.after.tolist(),
         "first_start": ledger.column("job_first"),
         "finish": ledger.column("job_finish"),
         "preemptions": ledger.column("job_preempted"),

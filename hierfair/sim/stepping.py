@@ -23,8 +23,8 @@ class HandStepping(_Base):
     def submit_all(self) -> None:
         """Every job arrives now; then schedule until nothing more fits."""
         self._manual = True
-        for job in self._jobs:
-            self._arrive(job.id)
+        for job in range(len(self.workload.jobs)):
+            self._arrive(job)
         self._schedule()
         self._record_step()
 

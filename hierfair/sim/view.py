@@ -13,7 +13,7 @@ decision or more), so they are declared as typed attributes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -82,7 +82,8 @@ class PolicyView:
     #: brings its own placement index, ``make_index``, answers with it).
     fits: Callable[[np.ndarray], bool]
 
-    def __init__(self, hierarchy: Hierarchy, cluster: Cluster, jobs: tuple[Job, ...],
+    def __init__(self, hierarchy: Hierarchy, cluster: Cluster,
+                 jobs: Sequence[Job] | Mapping[int, Job],
                  ledger: Ledger, usage: NodeUsage, index: Index, rng: np.random.Generator
                  ) -> None:
         self.hierarchy, self.cluster, self.rng = hierarchy, cluster, rng
