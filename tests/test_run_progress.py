@@ -98,40 +98,53 @@ def test_a_worker_on_a_terminal_prints_lines_not_a_bar():
     assert _bar_in_a_child() is True
 
 
-def test_tasks_of_jobs_that_never_arrive_get_no_columns_but_every_table_row():
-    """Issue 30: a run stopped before most of its workload arrives holds
-    columns only for what arrived (and 64k tasks to spare); its tables
-    still list every task."""
+def test_tasks_that_never_start_get_no_columns_but_every_table_row():
+    """Issue 30: a task's columns are written a page of tasks at a time when
+    the first of them starts; a run stopped with most of its workload
+    waiting or not arrived holds a byte (its state) for each of those tasks;
+    its tables still list every task."""
+    from hierfair.sim.taskstore import PAGE_SHIFT
+
     jobs = [{"queue": "A" if i % 2 else "B", "tasks": 5000, "demand": {"cpu": 1, "mem": 1},
              "duration": 5, "submit": 10 * i} for i in range(40)]
     exp = experiment(workload={"jobs": jobs}, tables=["jobs", "tasks"])
     sim = exp.simulator(make_policy("drf"), 0)
     result = sim.run(until=95)  # jobs 0-9 arrived
     led = sim._ledger
-    # the first arrival grew the columns to the job holding task 65,535 (job 13)
-    assert led.filled == 14 * 5000
-    # the rest of the slots were never written (their pages cost nothing)
-    assert not led._store.arrays["left"][led.filled:].any()
+    assert led.filled == 10 * 5000  # written past it: nothing (job 9's states at most)
+    assert not led._store.arrays["state"][led.filled:].any()
     tasks = result.tasks
+    started = tasks["start"].notna().to_numpy()
+    pages = np.zeros((len(tasks) >> PAGE_SHIFT) + 1, dtype=bool)
+    pages[np.flatnonzero(started) >> PAGE_SHIFT] = True
+    # the pages of tasks that never started were never written: they cost nothing
+    ready = np.frombuffer(led._store.ready, dtype=np.uint8)[:len(pages)].astype(bool)
+    assert (ready == pages).all() and 0 < pages.sum() < len(pages) / 2
+    untouched = ~np.repeat(pages, 1 << PAGE_SHIFT)[:led.filled]
+    assert untouched.sum() > 10_000
+    for name in ("left", "server", "start", "task_job", "seq"):
+        assert not led._store.arrays[name][:led.filled][untouched].any()
     assert len(tasks) == 200_000 and result.counts["tasks"] == 200_000
     later = tasks[tasks["job"] >= 10]
     assert (later["state"] == "waiting").all() and (later["server"] == -1).all()
     assert later["start"].isna().all() and (later["ran"] == 0).all()
     assert (later["attempts"] == 0).all()
     assert (later["index"].to_numpy() == np.tile(np.arange(5000), 30)).all()
+    waiting = tasks[(tasks["state"] == "pending") & ~started]
+    assert len(waiting) > 10_000 and (waiting["server"] == -1).all()
+    assert waiting["finish"].isna().all() and (waiting["attempts"] == 0).all()
     finished = (tasks["state"] == "finished").sum()
     assert result.counts["tasks_unfinished"] == 200_000 - finished > 150_000
-    assert result.counts["tasks_waited"] >= 150_000
-    # the digest is the one of every task's columns, the unarrived at their initial values
+    assert result.counts["tasks_waited"] == 200_000 - int(
+        (tasks["start"] <= result.jobs["submit"].to_numpy()[tasks["job"]] + 1e-9).sum())
+    # the digest is the one of every task's columns, the unstarted at their initial values
     import hashlib
     h = hashlib.blake2b(digest_size=16)
     for name in ("server", "start", "finish", "attempt"):
         h.update(led.column(name).tobytes())
     assert result.schedule_digest == h.hexdigest()
-    assert (led.column("left")[50_000:] == 5.0).all()
-    assert (led.column("task_job")[50_000:] == np.repeat(np.arange(10, 40), 5000)).all()
-    for name in ("server", "start", "left", "task_job"):  # pieces of 7, the last one short
-        assert b"".join(led.unarrived_chunks(name, size=7)) == led.unarrived(name).tobytes()
+    assert (led.column("left")[~started] == 5.0).all()
+    assert (led.column("task_job") == np.repeat(np.arange(40), 5000)).all()
 
 
 def test_a_policy_naming_a_task_that_has_not_arrived_is_told_so():

@@ -31,7 +31,7 @@ import numpy as np
 
 from hierfair.errors import PolicyError
 from hierfair.sim.model import Job, job_columns
-from hierfair.sim.taskstore import DIGESTED, TaskColumns
+from hierfair.sim.taskstore import DIGESTED, PAGE_SHIFT, TaskColumns
 
 
 class TaskState(IntEnum):
@@ -97,8 +97,9 @@ class Ledger:
         self.factor = views["factor"]  # slowdown of the current attempt
         self.attempt = views["attempt"]
         self.ran = views["ran"]  # wall time spent running, all attempts
-        self.filled = 0  # tasks with columns: those of a prefix of the jobs, and some to spare
-        self._grown = 0  # jobs whose tasks have columns (a prefix of the job ids)
+        #: past this task nothing is written: every column reads its initial value
+        #: (before it, a page of tasks that never started reads so: Ledger.initial)
+        self.filled = 0
         self._retire = retire
         #: of the retired tasks: how many started after their job arrived, and the last finish
         self.retired_waited = 0
@@ -143,38 +144,33 @@ class Ledger:
         return out
 
     # -- queues ----------------------------------------------------------------
-    def _grow(self, job_id: int) -> None:
-        """Give every task up to ``job_id``'s last its columns, and 64k tasks
-        to spare: growing a job at a time would cost ten times more an
-        arrival (jobs of one task), and a task with columns before its job
-        arrives holds the values of one that has none.  Not a share of
-        what arrived: the slots are there already (memory maps), and a
-        margin in proportion would grow with the run."""
-        first = self._grown
-        if job_id < first:
-            return
-        want = min(self.n_tasks, self.filled + (1 << 16))
-        # the job holding task want - 1, if its columns end further
-        job_id = max(job_id, bisect.bisect_right(self.offset, want - 1) - 1)
-        jobs = self.jobs
-        lo, hi = self.offset[first], self.offset[job_id + 1]
-        cols = self._store.arrays  # state: WAITING is 0, what unwritten memory reads
+    def _ready(self, page: int) -> None:
+        """Give a page's tasks their columns: a task's first start writes
+        them, not its job's arrival, so a queue of a hundred million waiting
+        tasks holds a byte each (their state).  A task with columns before
+        its job arrives holds the values of one that has none."""
+        store = self._store
+        lo, hi = store.page_bounds(page)
+        cols = store.arrays  # state: WAITING is 0, what unwritten memory reads
         for name, (_, value) in _TASK_FILL.items():
             cols[name][lo:hi] = value
-        cols["left"][lo:hi] = np.concatenate([jobs[k].durations
-                                              for k in range(first, job_id + 1)])
+        first = bisect.bisect_right(self.offset, lo) - 1  # the jobs the page holds tasks of
+        last = bisect.bisect_right(self.offset, hi - 1) - 1
+        jobs, base = self.jobs, self.offset[first]
+        cols["left"][lo:hi] = np.concatenate([jobs[k].durations for k in range(first, last + 1)]
+                                             )[lo - base:hi - base]
         cols["task_job"][lo:hi] = np.repeat(
-            np.arange(first, job_id + 1, dtype=np.int64),
-            np.diff(np.frombuffer(self.offset, dtype=np.int64)[first:job_id + 2]))
-        self._grown = job_id + 1
-        self.filled = hi
+            np.arange(first, last + 1, dtype=np.int64),
+            np.diff(np.clip(np.frombuffer(self.offset, dtype=np.int64)[first:last + 2], lo, hi)))
+        store.ready[page] = 1
+        self.filled = max(self.filled, hi)
 
     def arrive(self, job_id: int, now: float) -> None:
-        self._grow(job_id)
         lo, hi = self.offset[job_id], self.offset[job_id + 1]
         if self.state[lo:hi].tobytes().count(WAITING) != hi - lo:
             raise PolicyError(f"job {job_id} arrived twice")
         self.state[lo:hi] = bytes([PENDING]) * (hi - lo)
+        self.filled = max(self.filled, hi)
         self.job_arrival[job_id] = now
         self.pending[self.job_leaf[job_id]] += hi - lo
         self._enqueue(job_id)
@@ -197,6 +193,8 @@ class Ledger:
             task = self.offset[job_id] + self.job_next[job_id]
             self.job_next[job_id] += 1
             drained = task + 1 == self.offset[job_id + 1]
+        if not self._store.ready[task >> PAGE_SHIFT]:
+            self._ready(task >> PAGE_SHIFT)
         if drained:  # the job has no pending task left
             queue = self.queues[leaf]
             queue.pop(bisect.bisect_left(queue, job_id))
@@ -301,24 +299,29 @@ class Ledger:
 
     def column(self, name: str) -> np.ndarray:
         """A copy of a per-task or per-job column as numpy (per task: every
-        task's, the ones that never arrived with their initial values)."""
+        task's, the ones that never started with their initial values)."""
         if name not in _PER_TASK:
             col = getattr(self, name)
             return np.frombuffer(col, dtype=np.int64 if col.typecode == "q" else np.float64).copy()
-        store, filled = self._store, self.filled
+        store = self._store
         if store.n_retired and name not in (*DIGESTED, "task_job"):
             raise ValueError(f"the tasks' {name!r} column was given back as they finished "
                              "(a run that keeps no tasks or attempts table)")
         if name == "task_job":  # known from the jobs alone
             return np.repeat(np.arange(len(self.jobs), dtype=np.int64),
                              np.diff(np.frombuffer(self.offset, dtype=np.int64)))
-        return np.concatenate([store.restored(name, filled), self.unarrived(name)])
+        out = store.restored(name, self.n_tasks)
+        blank = ~store.ready_mask(0, self.n_tasks)
+        if name == "left":  # a waiting task's work is its duration
+            out[blank] = np.concatenate([j.durations for j in self.jobs] or [np.zeros(0)])[blank]
+        else:
+            out[blank] = _TASK_FILL[name][1]
+        return out
 
     def digest_chunks(self, name: str) -> Iterator[bytes]:
         """A per-task column's bytes, every task's (retired blocks read back,
-        the unarrived at their initial values), a bounded piece at a time."""
-        yield from self._store.chunks(name, self.filled)
-        yield from self.unarrived_chunks(name)
+        the never started at their initial values), a bounded piece at a time."""
+        yield from self._store.chunks(name, _TASK_FILL[name][1])
 
     @property
     def retired(self) -> int:
@@ -327,45 +330,22 @@ class Ledger:
 
     def last_finish(self) -> float:
         """When the last task finished (0 if none did)."""
-        finish = self._store.arrays["finish"][:self.filled]
-        if self._store.n_retired:
-            finish = finish[self.live()]
+        finish = self._store.arrays["finish"][:self.filled][self.holding()]
         done = finish[~np.isnan(finish)]
         last = max(float(done.max()) if done.size else -math.inf, self.retired_finish)
         return last if last > -math.inf else 0.0
 
+    def holding(self) -> np.ndarray:
+        """Which of tasks ``[0, filled)`` hold their columns: on a page that
+        has them, not retired."""
+        held = self._store.ready_mask(0, self.filled)
+        if self._store.n_retired:
+            held &= self._store.live(self.filled)
+        return held
+
     def live(self) -> np.ndarray:
-        """Which tasks with columns still hold them (not retired)."""
+        """Which of tasks ``[0, filled)`` are not retired."""
         return self._store.live(self.filled)
-
-    def unarrived_chunks(self, name: str, size: int = 1 << 20) -> Iterator[bytes]:
-        """:meth:`unarrived`'s bytes a bounded piece at a time (a fixed value
-        repeats: one piece is made once)."""
-        if name not in _TASK_FILL:
-            yield self.unarrived(name).tobytes()
-            return
-        left = self.n_tasks - self.filled
-        code, value = _TASK_FILL[name]
-        piece = np.full(min(left, size), value,
-                        dtype=np.int64 if code == "q" else np.float64).tobytes()
-        width = 8
-        while left > 0:
-            n = min(left, size)
-            yield piece if n * width == len(piece) else piece[:n * width]
-            left -= n
-
-    def unarrived(self, name: str) -> np.ndarray:
-        """A per-task column's values for the tasks without columns yet."""
-        if name == "left":  # (a JobTable makes each job's durations again)
-            jobs = self.jobs[self._grown:]
-            return (np.concatenate([j.durations for j in jobs]).astype(np.float64) if jobs
-                    else np.zeros(0))
-        if name == "task_job":
-            return np.repeat(np.arange(self._grown, len(self.jobs), dtype=np.int64),
-                             np.diff(np.frombuffer(self.offset, dtype=np.int64)[self._grown:]))
-        code, value = _TASK_FILL[name]
-        return np.full(self.n_tasks - self.filled, value,
-                       dtype=np.int64 if code == "q" else np.float64)
 
     def placements(self, n_resources: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The running tasks' leaves, servers and demands (one row a task)."""

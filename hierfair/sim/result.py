@@ -200,19 +200,17 @@ def frame_of(name: str, cols: Columns, paths: np.ndarray) -> pd.DataFrame:
 def _counts(ledger: Ledger, rec: Recorder) -> dict[str, float]:
     """What a summary needs from the task, attempt and decision tables,
     from the ledger's and recorder's arrays in place (no table built)."""
-    # the tasks with columns: those of jobs that arrived (and a few after
-    # them), less the retired (finished, tallied as they were given back)
+    # the tasks with columns: those on pages where a task started, less the
+    # retired (finished, tallied as they were given back)
     filled = ledger.filled
-    state = np.frombuffer(ledger.state, dtype=np.uint8)[:filled]
-    start = np.frombuffer(ledger.start, dtype=np.float64)[:filled]
-    task_job = np.frombuffer(ledger.task_job, dtype=np.int64)[:filled]
-    if ledger.retired:
-        live = ledger.live()
-        state, start, task_job = state[live], start[live], task_job[live]
+    held = ledger.holding()
+    state = np.frombuffer(ledger.state, dtype=np.uint8)[:filled][held]
+    start = np.frombuffer(ledger.start, dtype=np.float64)[:filled][held]
+    task_job = np.frombuffer(ledger.task_job, dtype=np.int64)[:filled][held]
     arrival = np.frombuffer(ledger.job_arrival, dtype=np.float64)
     # waited: started after its job arrived, or never started (as none of the rest did)
     waited = int(np.count_nonzero(np.isnan(start) | (start > arrival[task_job] + 1e-9)))
-    waited += ledger.n_tasks - filled + ledger.retired_waited
+    waited += ledger.n_tasks - len(start) - ledger.retired + ledger.retired_waited
     finished = int(np.count_nonzero(state == FINISHED)) + ledger.retired
     outcomes = rec.attempts.column("outcome")
     latency = rec.latency

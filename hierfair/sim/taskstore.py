@@ -27,6 +27,9 @@ import numpy as np
 #: Tasks per block: 2^14 tasks are 128 KiB of an 8-byte column, whole pages.
 SHIFT = 14
 BLOCK = 1 << SHIFT
+#: Tasks per page of an 8-byte column (4 KiB pages: 512): a page of tasks gets
+#: its columns when the first of them starts (``TaskColumns.ready``).
+PAGE_SHIFT = max(9, (mmap.PAGESIZE // 8).bit_length() - 1)
 #: The columns hashed into the schedule digest, kept (compressed) when a block retires.
 DIGESTED = ("server", "start", "finish", "attempt")
 _DTYPES = {"B": np.uint8, "q": np.int64, "d": np.float64}
@@ -66,6 +69,8 @@ class TaskColumns:
         self.size = [1 << shift] * n_blocks
         self.size[-1] = n - ((n_blocks - 1) << shift) or -1  # -1: an empty block never fills
         self.retired = bytearray(n_blocks)
+        #: pages of tasks whose columns were written (the rest read as zeros)
+        self.ready = bytearray((n >> PAGE_SHIFT) + 1)
         self.n_retired = 0  # tasks in retired blocks
         self._spill_dir = spill_dir
         self._spill: BinaryIO | None = None
@@ -104,14 +109,36 @@ class TaskColumns:
         self.retired[block] = 1
         self.n_retired += hi - lo
 
-    def chunks(self, name: str, upto: int) -> Iterator[bytes]:
-        """The bytes of tasks ``[0, upto)`` of a column, a block at a time
-        (a retired block's from the spill file)."""
+    def page_bounds(self, page: int) -> tuple[int, int]:
+        lo = page << PAGE_SHIFT
+        return lo, min(lo + (1 << PAGE_SHIFT), self.n)
+
+    def ready_mask(self, lo: int, hi: int) -> np.ndarray:
+        """Which of tasks ``[lo, hi)`` are on a page with columns."""
+        if hi <= lo:
+            return np.zeros(0, dtype=bool)
+        first, last = lo >> PAGE_SHIFT, (hi - 1) >> PAGE_SHIFT
+        pages = np.frombuffer(self.ready, dtype=np.uint8)[first:last + 1].astype(bool)
+        start = lo - (first << PAGE_SHIFT)
+        return np.repeat(pages, 1 << PAGE_SHIFT)[start:start + hi - lo]
+
+    def chunks(self, name: str, blank: float) -> Iterator[bytes]:
+        """The bytes of every task's value of a column, a block at a time (a
+        retired block's from the spill file; a page without columns reads
+        ``blank``)."""
         data = self.arrays[name]
-        for block in range(((upto - 1) >> self.shift) + 1 if upto else 0):
+        for block in range(((self.n - 1) >> self.shift) + 1 if self.n else 0):
             lo, hi = self.bounds(block)
-            yield self._restored(name, block) if self.retired[block] else \
-                data[lo:min(hi, upto)].tobytes()
+            if self.retired[block]:
+                yield self._restored(name, block)
+                continue
+            ready = self.ready_mask(lo, hi)
+            if not ready.any():
+                yield np.full(hi - lo, blank, dtype=data.dtype).tobytes()
+                continue
+            values = data[lo:hi].copy()
+            values[~ready] = blank
+            yield values.tobytes()
 
     def restored(self, name: str, upto: int) -> np.ndarray:
         """A copy of tasks ``[0, upto)`` of a digested column, retired blocks
