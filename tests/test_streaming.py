@@ -8,10 +8,10 @@ preemption, eviction latency, faults, checkpoints and ``after`` jobs)."""
 from __future__ import annotations
 
 import math
-import numpy as np
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import hierfair.sim.taskstore as taskstore
@@ -113,6 +113,36 @@ def test_what_was_given_back_is_not_read_as_if_it_were_there(tmp_path, monkeypat
         sim.view.task_info(5)
     assert len(result.rest("utilization")) <= Recorder.FOLD
     assert result.schedule_digest == kept.schedule_digest
+
+
+def test_a_block_goes_while_some_of_its_tasks_wait_and_comes_back_when_they_start(
+        tmp_path, monkeypatch):
+    """A block retires once no task of it that started is unfinished, though
+    others of it wait (a queue that is days behind holds no finished task's
+    memory); a later first start brings it back from the spill file."""
+    monkeypatch.setattr(taskstore, "SHIFT", 3)
+    exp = experiment(workload={"jobs": [
+        {"queue": "A", "tasks": 600, "demand": {"cpu": 1, "mem": 1}, "duration": 5},
+        {"queue": "B", "tasks": 90, "demand": {"cpu": 3, "mem": 1}, "duration": 7,
+         "submit": 2}]}, tables=["jobs"])
+    kept = exp.simulator(make_policy("drf"), 0).run()
+    sim = exp.simulator(make_policy("drf"), 0, spill_dir=str(tmp_path))
+    result = sim.run(until=40)
+    store = sim._ledger._store
+    # retired with tasks that had not started: blocks came back when they did
+    assert store.returned > 0 and store.n_retired > 0
+    retired = np.repeat(np.frombuffer(store.retired, dtype=np.uint8), 8)[:690].astype(bool)
+    with pytest.raises(Exception, match="not running"):  # finished, given back
+        sim.view.task_info(int(np.flatnonzero(retired)[0]))
+    again = exp.simulator(make_policy("drf"), 0, spill_dir=str(tmp_path)).run()
+    assert again.schedule_digest == kept.schedule_digest
+    stopped = exp.simulator(make_policy("drf"), 0).run(until=40)
+    assert result.schedule_digest == stopped.schedule_digest
+    sa, sb = summarize(stopped), summarize(result)
+    for key, value in sa.items():
+        if key not in WALL_CLOCK_COLUMNS:
+            assert sb[key] == value or (math.isnan(value) and math.isnan(sb[key])), key
+    assert result.jobs.equals(stopped.jobs)
 
 
 def test_the_row_groups_a_table_streams_are_pyarrows_own(tmp_path):

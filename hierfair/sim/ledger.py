@@ -52,6 +52,7 @@ _TASK_FILL = {"server": ("q", -1), "start": ("d", _NAN), "finish": ("d", _NAN),
               "seq": ("q", -1), "factor": ("d", 1.0), "attempt": ("q", 0), "ran": ("d", 0.0)}
 _PER_TASK = {"task_job": "q", "state": "B", "left": "d",
              **{name: code for name, (code, _) in _TASK_FILL.items()}}
+_BLANK = {name: value for name, (_, value) in _TASK_FILL.items()}
 
 
 def _filled(code: str, value: float, n: int) -> array:
@@ -101,9 +102,9 @@ class Ledger:
         #: (before it, a page of tasks that never started reads so: Ledger.initial)
         self.filled = 0
         self._retire = retire
-        #: of the retired tasks: how many started after their job arrived, and the last finish
-        self.retired_waited = 0
-        self.retired_finish = -math.inf
+        #: of the finished tasks: how many started after their job arrived, and the last finish
+        self.done_waited = 0
+        self.done_last = -math.inf
         self.started = 0
         self.unfinished = n_tasks
         self.evicting = 0  # tasks in EVICTING
@@ -138,23 +139,34 @@ class Ledger:
         """Every task's state (WAITING for the ones that never arrived)."""
         filled = self.filled
         out = np.zeros(self.n_tasks, dtype=np.int8)
-        out[:filled] = self._store.arrays["state"][:filled]
-        if self._store.n_retired:
-            out[:filled][~self._store.live(filled)] = FINISHED
+        out[:filled] = self._store.arrays["state"][:filled]  # (kept when a block retires)
         return out
 
     # -- queues ----------------------------------------------------------------
-    def _ready(self, page: int) -> None:
-        """Give a page's tasks their columns: a task's first start writes
-        them, not its job's arrival, so a queue of a hundred million waiting
-        tasks holds a byte each (their state).  A task with columns before
-        its job arrives holds the values of one that has none."""
+    def _ready(self, task: int) -> None:
+        """Give the page of a task starting for the first time its columns:
+        a task's first start writes them, not its job's arrival, so a queue
+        of a hundred million waiting tasks holds a byte each (their state).
+        A task with columns before its job arrives holds the values of one
+        that has none.  A retired block comes back first."""
         store = self._store
+        if store.retired[task >> store.shift]:
+            self._unretire(task >> store.shift)
+        page = task >> PAGE_SHIFT
+        if store.ready[page]:
+            return
         lo, hi = store.page_bounds(page)
-        cols = store.arrays  # state: WAITING is 0, what unwritten memory reads
+        self._fill(lo, hi)
+        store.ready[page] = 1
+        self.filled = max(self.filled, hi)
+
+    def _fill(self, lo: int, hi: int) -> None:
+        """Tasks ``[lo, hi)``'s columns (all but their states) as a task
+        that never started holds them."""
+        cols = self._store.arrays  # state: WAITING is 0, what unwritten memory reads
         for name, (_, value) in _TASK_FILL.items():
             cols[name][lo:hi] = value
-        first = bisect.bisect_right(self.offset, lo) - 1  # the jobs the page holds tasks of
+        first = bisect.bisect_right(self.offset, lo) - 1  # the jobs it holds tasks of
         last = bisect.bisect_right(self.offset, hi - 1) - 1
         jobs, base = self.jobs, self.offset[first]
         cols["left"][lo:hi] = np.concatenate([jobs[k].durations for k in range(first, last + 1)]
@@ -162,8 +174,6 @@ class Ledger:
         cols["task_job"][lo:hi] = np.repeat(
             np.arange(first, last + 1, dtype=np.int64),
             np.diff(np.clip(np.frombuffer(self.offset, dtype=np.int64)[first:last + 2], lo, hi)))
-        store.ready[page] = 1
-        self.filled = max(self.filled, hi)
 
     def arrive(self, job_id: int, now: float) -> None:
         lo, hi = self.offset[job_id], self.offset[job_id + 1]
@@ -189,12 +199,15 @@ class Ledger:
             task = requeued.popleft()
             drained = not requeued and (self.offset[job_id] + self.job_next[job_id]
                                         == self.offset[job_id + 1])
-        else:
+        else:  # its first start
             task = self.offset[job_id] + self.job_next[job_id]
             self.job_next[job_id] += 1
             drained = task + 1 == self.offset[job_id + 1]
-        if not self._store.ready[task >> PAGE_SHIFT]:
-            self._ready(task >> PAGE_SHIFT)
+            store = self._store
+            if not store.ready[task >> PAGE_SHIFT] or store.retired[task >> store.shift]:
+                self._ready(task)
+            if self._retire:
+                store.active[task >> store.shift] += 1
         if drained:  # the job has no pending task left
             queue = self.queues[leaf]
             queue.pop(bisect.bisect_left(queue, job_id))
@@ -244,29 +257,31 @@ class Ledger:
             self.finish[task] = now
             self.left[task] = 0.0
             self.unfinished -= 1
+            if start > self.job_arrival[job_id] + 1e-9:  # what the summary counts
+                self.done_waited += 1
+            self.done_last = now  # (events in time order)
             left = self.job_left[job_id] = self.job_left[job_id] - 1
             if not left:
                 self.job_finish[job_id] = now
             if self._retire:
                 store = self._store
                 block = task >> store.shift
-                done = store.done[block] = store.done[block] + 1
-                if done == store.size[block]:
-                    self._retire_block(block)
+                active = store.active[block] = store.active[block] - 1
+                if not active:  # no task of it that started is left: its memory goes
+                    store.retire(block, _BLANK, keep="state")
         return job_id
 
-    def _retire_block(self, block: int) -> None:
-        """Every task of ``block`` has finished: tally what the summary
-        counts of them, then give their memory back."""
+    def _unretire(self, block: int) -> None:
+        """A task of a retired block is starting: the block's columns come
+        back (the digested ones from the spill file, the rest as a task that
+        never started holds them, with no work left for a finished one)."""
         store = self._store
         lo, hi = store.bounds(block)
+        self._fill(lo, hi)
         cols = store.arrays
-        arrival = np.frombuffer(self.job_arrival, dtype=np.float64)
-        start = cols["start"][lo:hi]
-        self.retired_waited += int(np.count_nonzero(
-            start > arrival[cols["task_job"][lo:hi]] + 1e-9))
-        self.retired_finish = max(self.retired_finish, float(cols["finish"][lo:hi].max()))
-        store.retire(block)
+        cols["left"][lo:hi][cols["state"][lo:hi] == FINISHED] = 0.0
+        store.unretire(block)
+        self.filled = max(self.filled, hi)
 
     def evict(self, task: int) -> None:
         """A running task is preempted but keeps its server until its eviction
@@ -304,14 +319,18 @@ class Ledger:
             col = getattr(self, name)
             return np.frombuffer(col, dtype=np.int64 if col.typecode == "q" else np.float64).copy()
         store = self._store
-        if store.n_retired and name not in (*DIGESTED, "task_job"):
+        if store.ever_retired and name not in (*DIGESTED, "task_job"):
             raise ValueError(f"the tasks' {name!r} column was given back as they finished "
                              "(a run that keeps no tasks or attempts table)")
         if name == "task_job":  # known from the jobs alone
             return np.repeat(np.arange(len(self.jobs), dtype=np.int64),
                              np.diff(np.frombuffer(self.offset, dtype=np.int64)))
         out = store.restored(name, self.n_tasks)
+        # a page without columns holds initial values (a retired block's come
+        # back from the spill file as they were, blanks included)
         blank = ~store.ready_mask(0, self.n_tasks)
+        if store.n_retired:
+            blank &= store.live(self.n_tasks)
         if name == "left":  # a waiting task's work is its duration
             out[blank] = np.concatenate([j.durations for j in self.jobs] or [np.zeros(0)])[blank]
         else:
@@ -323,6 +342,10 @@ class Ledger:
         the never started at their initial values), a bounded piece at a time."""
         yield from self._store.chunks(name, _TASK_FILL[name][1])
 
+    def given_back(self, task: int) -> bool:
+        """Whether ``task``'s columns were given back (its block retired)."""
+        return bool(self._store.retired[task >> self._store.shift])
+
     @property
     def retired(self) -> int:
         """Tasks whose memory was given back (all finished)."""
@@ -330,10 +353,7 @@ class Ledger:
 
     def last_finish(self) -> float:
         """When the last task finished (0 if none did)."""
-        finish = self._store.arrays["finish"][:self.filled][self.holding()]
-        done = finish[~np.isnan(finish)]
-        last = max(float(done.max()) if done.size else -math.inf, self.retired_finish)
-        return last if last > -math.inf else 0.0
+        return self.done_last if self.done_last > -math.inf else 0.0
 
     def holding(self) -> np.ndarray:
         """Which of tasks ``[0, filled)`` hold their columns: on a page that

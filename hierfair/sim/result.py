@@ -200,18 +200,20 @@ def frame_of(name: str, cols: Columns, paths: np.ndarray) -> pd.DataFrame:
 def _counts(ledger: Ledger, rec: Recorder) -> dict[str, float]:
     """What a summary needs from the task, attempt and decision tables,
     from the ledger's and recorder's arrays in place (no table built)."""
-    # the tasks with columns: those on pages where a task started, less the
-    # retired (finished, tallied as they were given back)
+    # waited: started after its job arrived, or never started.  Finished
+    # tasks were tallied as they finished; of the rest, those with columns
+    # (on pages where a task started, not retired) are read here, and the
+    # others never started
     filled = ledger.filled
     held = ledger.holding()
     state = np.frombuffer(ledger.state, dtype=np.uint8)[:filled][held]
-    start = np.frombuffer(ledger.start, dtype=np.float64)[:filled][held]
-    task_job = np.frombuffer(ledger.task_job, dtype=np.int64)[:filled][held]
+    unfinished = state != FINISHED
+    start = np.frombuffer(ledger.start, dtype=np.float64)[:filled][held][unfinished]
+    task_job = np.frombuffer(ledger.task_job, dtype=np.int64)[:filled][held][unfinished]
     arrival = np.frombuffer(ledger.job_arrival, dtype=np.float64)
-    # waited: started after its job arrived, or never started (as none of the rest did)
     waited = int(np.count_nonzero(np.isnan(start) | (start > arrival[task_job] + 1e-9)))
-    waited += ledger.n_tasks - len(start) - ledger.retired + ledger.retired_waited
-    finished = int(np.count_nonzero(state == FINISHED)) + ledger.retired
+    waited += ledger.unfinished - len(start) + ledger.done_waited
+    finished = ledger.n_tasks - ledger.unfinished
     outcomes = rec.attempts.column("outcome")
     latency = rec.latency
     out: dict[str, float] = {

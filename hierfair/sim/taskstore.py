@@ -2,13 +2,16 @@
 
 Every task of a workload has a slot in each column from the start, but the
 columns are private anonymous memory maps (``mmap``): a page costs nothing
-until it is written, and the ledger writes a task's slots only when its job
-arrives.  A run that keeps no per-task table (``tasks``, ``attempts``) also
-*retires* blocks of :data:`BLOCK` tasks once every task in one has finished:
-the columns the schedule digest hashes (:data:`DIGESTED`) are compressed into
-an unnamed spill file, and the block's pages go back to the system
-(``madvise(MADV_DONTNEED)``; they read as zeros after).  A run's memory then
-follows the tasks running and waiting, not the length of its trace
+until it is written, and the ledger writes a page of tasks' slots only when
+the first of them starts (:data:`PAGE_SHIFT`).  A run that keeps no per-task
+table (``tasks``, ``attempts``) also *retires* a block of :data:`BLOCK`
+tasks once none of its tasks that started is still unfinished: the columns
+the schedule digest hashes (:data:`DIGESTED`) are compressed into an unnamed
+spill file, and the block's pages go back to the system
+(``madvise(MADV_DONTNEED)``; they read as zeros after) -- all but the
+tasks' states, a byte each.  A task of a retired block that starts later
+brings the block back (:meth:`TaskColumns.unretire`).  A run's memory then
+follows the tasks running, not the length of its trace nor its queues
 (docs/performance.md, "Streaming").
 """
 
@@ -64,13 +67,14 @@ class TaskColumns:
             self.views[name] = memoryview(mm)[:n * width].cast(code)
             self.arrays[name] = np.frombuffer(mm, dtype=_DTYPES[code], count=n)
         n_blocks = (n >> shift) + 1
-        #: finished tasks of each block, and what a full block holds
-        self.done = [0] * n_blocks
-        self.size = [1 << shift] * n_blocks
-        self.size[-1] = n - ((n_blocks - 1) << shift) or -1  # -1: an empty block never fills
+        #: tasks of each block that started and have not finished (the ledger's count)
+        self.active = [0] * n_blocks
         self.retired = bytearray(n_blocks)
+        self.ever_retired = False
+        self.returned = 0  # retired blocks brought back by a task's first start
         #: pages of tasks whose columns were written (the rest read as zeros)
-        self.ready = bytearray((n >> PAGE_SHIFT) + 1)
+        self.n_pages = (n >> PAGE_SHIFT) + 1
+        self.ready = bytearray(self.n_pages)
         self.n_retired = 0  # tasks in retired blocks
         self._spill_dir = spill_dir
         self._spill: BinaryIO | None = None
@@ -81,19 +85,28 @@ class TaskColumns:
         lo = block << self.shift
         return lo, min(lo + (1 << self.shift), self.n)
 
-    def retire(self, block: int) -> None:
-        """Keep the block's digested columns (compressed, on disk) and give
-        its pages back; its slots read as zeros from now on."""
+    def retire(self, block: int, blank: Mapping[str, float], keep: str) -> None:
+        """Keep the block's digested columns (compressed, on disk; a page
+        without columns as ``blank`` says) and give the pages of every
+        column but ``keep`` back; they read as zeros from now on."""
         lo, hi = self.bounds(block)
         if self._spill is None:
             self._spill = unnamed_file(self, self._spill_dir)
         f = self._spill
+        f.seek(0, os.SEEK_END)
+        ready = self.ready_mask(lo, hi)
         for name in DIGESTED:
-            data = zlib.compress(self.arrays[name][lo:hi].tobytes(), 1)
-            self._spilled[name, block] = (f.tell(), len(data))
+            values = self.arrays[name][lo:hi]
+            if not ready.all():
+                values = values.copy()
+                values[~ready] = blank[name]
+            data = zlib.compress(values.tobytes(), 1)
+            self._spilled[name, block] = (f.tell(), len(data))  # a later retirement's wins
             f.write(data)
         f.flush()
         for name, mm in self._maps.items():
+            if name == keep:
+                continue
             data = self.arrays[name]
             width = data.itemsize
             # whole pages go back (2^14 tasks are whole pages of every
@@ -106,8 +119,29 @@ class TaskColumns:
                 data[last // width:hi] = 0
             else:
                 data[lo:hi] = 0
+        # its whole pages have no columns now (a page shared with other
+        # blocks keeps its flag: those blocks' tasks are there)
+        first_page = -(-lo >> PAGE_SHIFT)
+        end_page = self.n_pages if hi == self.n else hi >> PAGE_SHIFT
+        if end_page > first_page:
+            self.ready[first_page:end_page] = bytes(end_page - first_page)
         self.retired[block] = 1
+        self.ever_retired = True
         self.n_retired += hi - lo
+
+    def unretire(self, block: int) -> None:
+        """A task of a retired block starts: its digested columns come back
+        from the spill file (the caller writes the others), every page of
+        it with columns again."""
+        lo, hi = self.bounds(block)
+        for name in DIGESTED:
+            self.arrays[name][lo:hi] = np.frombuffer(self._restored(name, block),
+                                                     dtype=self.arrays[name].dtype)
+        self.ready[lo >> PAGE_SHIFT:((hi - 1) >> PAGE_SHIFT) + 1] = b"\x01" * (
+            ((hi - 1) >> PAGE_SHIFT) - (lo >> PAGE_SHIFT) + 1)
+        self.retired[block] = 0
+        self.n_retired -= hi - lo
+        self.returned += 1
 
     def page_bounds(self, page: int) -> tuple[int, int]:
         lo = page << PAGE_SHIFT
