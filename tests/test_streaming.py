@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import hierfair.sim.ledger as ledger_module
 import hierfair.sim.taskstore as taskstore
 from hierfair.algorithms import make_policy
 from hierfair.experiment.results import WALL_CLOCK_COLUMNS, summarize
@@ -44,12 +45,14 @@ def _pair(exp, algo, seed, tmp_path):
     return a, b, lean
 
 
-@pytest.mark.parametrize("shift", [0, 3])
+@pytest.mark.parametrize("shift, lag", [(0, 16), (3, 16), (3, 0)])
 @pytest.mark.parametrize("name", SPECS)
 def test_a_streamed_run_reports_what_the_same_run_keeping_everything_does(
-        name, shift, tmp_path, monkeypatch):
-    # blocks of 1 and 8 tasks: a task is given back as soon as it (its block) finishes
+        name, shift, lag, tmp_path, monkeypatch):
+    # blocks of 1 and 8 tasks: a task is given back as soon as it (its block)
+    # finishes; with no lag, a block also goes with tasks waiting (and comes back)
     monkeypatch.setattr(taskstore, "SHIFT", shift)
+    monkeypatch.setattr(ledger_module, "RETIRE_LAG", lag)
     monkeypatch.setattr(Recorder, "FOLD", 4)  # and utilisation folds often
     exp = _lean(name)
     for algo in exp.spec.algorithms:
@@ -121,6 +124,7 @@ def test_a_block_goes_while_some_of_its_tasks_wait_and_comes_back_when_they_star
     others of it wait (a queue that is days behind holds no finished task's
     memory); a later first start brings it back from the spill file."""
     monkeypatch.setattr(taskstore, "SHIFT", 3)
+    monkeypatch.setattr(ledger_module, "RETIRE_LAG", 0)
     exp = experiment(workload={"jobs": [
         {"queue": "A", "tasks": 600, "demand": {"cpu": 1, "mem": 1}, "duration": 5},
         {"queue": "B", "tasks": 90, "demand": {"cpu": 3, "mem": 1}, "duration": 7,

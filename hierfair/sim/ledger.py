@@ -53,6 +53,10 @@ _TASK_FILL = {"server": ("q", -1), "start": ("d", _NAN), "finish": ("d", _NAN),
 _PER_TASK = {"task_job": "q", "state": "B", "left": "d",
              **{name: code for name, (code, _) in _TASK_FILL.items()}}
 _BLANK = {name: value for name, (_, value) in _TASK_FILL.items()}
+#: A block with waiting tasks retires only this many blocks behind the newest
+#: arrivals: 2^18 tasks, ~20 MB of columns (one that is being served would
+#: come back at each wave of starts: measured, 4 times a block a day).
+RETIRE_LAG = 16
 
 
 def _filled(code: str, value: float, n: int) -> array:
@@ -267,7 +271,13 @@ class Ledger:
                 store = self._store
                 block = task >> store.shift
                 active = store.active[block] = store.active[block] - 1
-                if not active:  # no task of it that started is left: its memory goes
+                done = store.done[block] = store.done[block] + 1
+                # no task of it that started is left: its memory goes if all
+                # finished, or if it is RETIRE_LAG blocks behind the newest
+                # arrivals (a queue that fell behind; a block being served
+                # now would come back at its next start)
+                if not active and (done == store.size[block]
+                                   or block + RETIRE_LAG < self.filled >> store.shift):
                     store.retire(block, _BLANK, keep="state")
         return job_id
 

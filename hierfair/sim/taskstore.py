@@ -67,8 +67,12 @@ class TaskColumns:
             self.views[name] = memoryview(mm)[:n * width].cast(code)
             self.arrays[name] = np.frombuffer(mm, dtype=_DTYPES[code], count=n)
         n_blocks = (n >> shift) + 1
-        #: tasks of each block that started and have not finished (the ledger's count)
+        #: tasks of each block that started and have not finished, and that
+        #: finished; and what a block holds (the ledger counts)
         self.active = [0] * n_blocks
+        self.done = [0] * n_blocks
+        self.size = [1 << shift] * n_blocks
+        self.size[-1] = n - ((n_blocks - 1) << shift) or -1  # -1: an empty block never fills
         self.retired = bytearray(n_blocks)
         self.ever_retired = False
         self.returned = 0  # retired blocks brought back by a task's first start
