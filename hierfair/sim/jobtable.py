@@ -26,9 +26,10 @@ import numpy as np
 
 from hierfair.sim.model import Job, JobColumns
 
-#: Jobs :attr:`JobTable.by_id` holds before it starts again (a job's
-#: durations are ~1 kB on average; heads of queues are read again and again).
-KEEP = 1 << 14
+#: Jobs :attr:`JobTable.by_id` holds before it starts again: heads of queues
+#: are read again and again, and a job with its durations is ~1.5 kB on
+#: average (16k of them added 18 MB over a week's run: measured).
+KEEP = 1 << 12
 
 
 class _Made(dict[int, Job]):
