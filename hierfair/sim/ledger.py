@@ -278,7 +278,7 @@ class Ledger:
                 # now would come back at its next start)
                 if not active and (done == store.size[block]
                                    or block + RETIRE_LAG < self.filled >> store.shift):
-                    store.retire(block, _BLANK, keep="state")
+                    store.retire(block, _BLANK, "state", FINISHED, now)
         return job_id
 
     def _unretire(self, block: int) -> None:

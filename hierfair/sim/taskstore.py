@@ -17,11 +17,13 @@ follows the tasks running, not the length of its trace nor its queues
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 import tempfile
 import weakref
 import zlib
+from array import array
 from collections.abc import Iterator, Mapping
 from typing import BinaryIO
 
@@ -82,32 +84,40 @@ class TaskColumns:
         self.n_retired = 0  # tasks in retired blocks
         self._spill_dir = spill_dir
         self._spill: BinaryIO | None = None
-        #: (column, block) -> where in the spill file, and how long
-        self._spilled: dict[tuple[str, int], tuple[int, int]] = {}
+        #: block -> where its records are in the spill file, and how long
+        self._spilled: dict[int, list[tuple[int, int]]] = {}
+        self._retired_at = array("d", [-math.inf]) * n_blocks  # its last retirement
+        self._blank: Mapping[str, float] = {}
 
     def bounds(self, block: int) -> tuple[int, int]:
         lo = block << self.shift
         return lo, min(lo + (1 << self.shift), self.n)
 
-    def retire(self, block: int, blank: Mapping[str, float], keep: str) -> None:
-        """Keep the block's digested columns (compressed, on disk; a page
-        without columns as ``blank`` says) and give the pages of every
-        column but ``keep`` back; they read as zeros from now on."""
+    def retire(self, block: int, blank: Mapping[str, float], keep: str, finished: int,
+               now: float) -> None:
+        """Keep the block's digested columns on disk and give the pages of
+        every column but ``keep`` (the tasks' states) back; they read as
+        zeros from now on.  The spill file gets a record of the tasks whose
+        ``keep`` is ``finished`` and that finished since the block last
+        retired (now at ``now``, a finish; its other tasks have not started,
+        so read as ``blank``): each finished task is written once, however
+        often its block comes back."""
         lo, hi = self.bounds(block)
         if self._spill is None:
             self._spill = unnamed_file(self, self._spill_dir)
+        self._blank = blank
         f = self._spill
         f.seek(0, os.SEEK_END)
-        ready = self.ready_mask(lo, hi)
-        for name in DIGESTED:
-            values = self.arrays[name][lo:hi]
-            if not ready.all():
-                values = values.copy()
-                values[~ready] = blank[name]
-            data = zlib.compress(values.tobytes(), 1)
-            self._spilled[name, block] = (f.tell(), len(data))  # a later retirement's wins
-            f.write(data)
+        finish = self.arrays["finish"][lo:hi]
+        new = np.flatnonzero((self.arrays[keep][lo:hi] == finished)
+                             & (finish > self._retired_at[block]))
+        record = b"".join([np.int64(len(new)).tobytes(), new.tobytes(),
+                           *(self.arrays[name][lo:hi][new].tobytes() for name in DIGESTED)])
+        data = zlib.compress(record, 1)
+        self._spilled.setdefault(block, []).append((f.tell(), len(data)))
+        f.write(data)
         f.flush()
+        self._retired_at[block] = now
         for name, mm in self._maps.items():
             if name == keep:
                 continue
@@ -138,9 +148,8 @@ class TaskColumns:
         from the spill file (the caller writes the others), every page of
         it with columns again."""
         lo, hi = self.bounds(block)
-        for name in DIGESTED:
-            self.arrays[name][lo:hi] = np.frombuffer(self._restored(name, block),
-                                                     dtype=self.arrays[name].dtype)
+        for name, values in self._block(block).items():
+            self.arrays[name][lo:hi] = values
         self.ready[lo >> PAGE_SHIFT:((hi - 1) >> PAGE_SHIFT) + 1] = b"\x01" * (
             ((hi - 1) >> PAGE_SHIFT) - (lo >> PAGE_SHIFT) + 1)
         self.retired[block] = 0
@@ -168,7 +177,7 @@ class TaskColumns:
         for block in range(((self.n - 1) >> self.shift) + 1 if self.n else 0):
             lo, hi = self.bounds(block)
             if self.retired[block]:
-                yield self._restored(name, block)
+                yield self._block(block)[name].tobytes()
                 continue
             ready = self.ready_mask(lo, hi)
             if not ready.any():
@@ -184,7 +193,7 @@ class TaskColumns:
         out = self.arrays[name][:upto].copy()
         for block in np.flatnonzero(np.frombuffer(self.retired, dtype=np.uint8)).tolist():
             lo, hi = self.bounds(block)
-            out[lo:hi] = np.frombuffer(self._restored(name, block), dtype=out.dtype)
+            out[lo:hi] = self._block(block)[name]
         return out
 
     def live(self, upto: int) -> np.ndarray:
@@ -192,7 +201,18 @@ class TaskColumns:
         blocks = np.frombuffer(self.retired, dtype=np.uint8) == 0
         return np.repeat(blocks, 1 << self.shift)[:upto]
 
-    def _restored(self, name: str, block: int) -> bytes:
+    def _block(self, block: int) -> dict[str, np.ndarray]:
+        """A retired block's digested columns: blank, then its records in
+        the order they were written."""
         assert self._spill is not None
-        at, length = self._spilled[name, block]
-        return zlib.decompress(os.pread(self._spill.fileno(), length, at))
+        lo, hi = self.bounds(block)
+        out = {name: np.full(hi - lo, self._blank[name], dtype=self.arrays[name].dtype)
+               for name in DIGESTED}
+        for at, length in self._spilled[block]:
+            record = zlib.decompress(os.pread(self._spill.fileno(), length, at))
+            n = int(np.frombuffer(record, dtype=np.int64, count=1)[0])
+            which = np.frombuffer(record, dtype=np.int64, count=n, offset=8)
+            for k, name in enumerate(DIGESTED):
+                out[name][which] = np.frombuffer(record, dtype=out[name].dtype, count=n,
+                                                 offset=8 * (1 + n + k * n))
+        return out
