@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from hierfair.algorithms import make_policy
+from hierfair.errors import PolicyError
 from hierfair.experiment.progress import BAR_AFTER, RunProgress, span
 from hierfair.sim import RunTimeout
 from hierfair.sim.watch import Standing, Watch
@@ -132,6 +133,8 @@ def test_tasks_that_never_start_get_no_columns_but_every_table_row():
     assert (later["index"].to_numpy() == np.tile(np.arange(5000), 30)).all()
     waiting = tasks[(tasks["state"] == "pending") & ~started]
     assert len(waiting) > 10_000 and (waiting["server"] == -1).all()
+    with pytest.raises(PolicyError, match="not running"):  # no columns: never started
+        sim.view.task_info(int(waiting["task"].iloc[-1]))
     assert waiting["finish"].isna().all() and (waiting["attempts"] == 0).all()
     finished = (tasks["state"] == "finished").sum()
     assert result.counts["tasks_unfinished"] == 200_000 - finished > 150_000

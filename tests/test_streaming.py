@@ -149,6 +149,25 @@ def test_a_block_goes_while_some_of_its_tasks_wait_and_comes_back_when_they_star
     assert result.jobs.equals(stopped.jobs)
 
 
+def test_a_task_that_starts_and_finishes_at_its_blocks_retirement_is_kept(
+        tmp_path, monkeypatch):
+    """The review's case: a block retires at T, a task of it starts at T and
+    finishes at T (a duration that vanishes next to T); the next retirement
+    must write it down."""
+    monkeypatch.setattr(taskstore, "SHIFT", 1)
+    monkeypatch.setattr(ledger_module, "RETIRE_LAG", 0)
+    exp = experiment(cluster={"resources": ["cpu", "mem"],
+                              "servers": [{"capacity": {"cpu": 1, "mem": 1}}]},
+                     workload={"jobs": [{"queue": "A", "tasks": 2, "demand": {"cpu": 1, "mem": 1},
+                                         "duration": 1e-9, "submit": 1e8}]}, tables=["jobs"])
+    kept = exp.simulator(make_policy("drf"), 0).run()
+    sim = exp.simulator(make_policy("drf"), 0, spill_dir=str(tmp_path))
+    result = sim.run()
+    assert sim._ledger._store.returned == 1
+    assert (sim._ledger.column("finish") == kept.tasks["finish"].to_numpy()).all()
+    assert result.schedule_digest == kept.schedule_digest
+
+
 def test_the_row_groups_a_table_streams_are_pyarrows_own(tmp_path):
     """Recorder.FOLD is pyarrow's row-group size: a streamed table's file has
     the bytes of the whole table written at the end."""

@@ -11,9 +11,10 @@ Tasks move through an explicit state machine::
 A leaf serves its jobs first-in-first-out: the next task of a leaf is the
 oldest pending task (re-queued ones first) of the oldest job that still has
 one.  Per-task columns are memoryviews of machine numbers over memory that
-costs nothing until a task's job arrives, and that a run keeping no per-task
-table gives back once a block of tasks has finished
-(:mod:`~hierfair.sim.taskstore`); per-job columns are ``array.array``s.  Both
+costs nothing until a task starts (its state, a byte, from its job's
+arrival), and that a run keeping no per-task table gives back once no task
+of a block that started is unfinished (:mod:`~hierfair.sim.taskstore`);
+per-job columns are ``array.array``s.  Both
 are read and written as plain Python scalars on the per-task path (a numpy
 scalar costs more than the arithmetic).
 """
@@ -86,9 +87,10 @@ class Ledger:
         n_tasks = self.offset[-1]
         self.n_tasks = n_tasks
         self.job_leaf = cols.leaf.tolist()
-        # -- per task: a slot for every task, written as jobs arrive
-        # (:meth:`_grow`); :meth:`column` and :meth:`states` give every task,
-        # the ones without columns with what a task that never arrived holds.
+        # -- per task: a slot for every task, a page of them written at the
+        # first start among them (:meth:`_ready`); :meth:`column` and
+        # :meth:`states` give every task, the ones without columns with what
+        # a task that never started holds.
         store = self._store = TaskColumns(n_tasks, _PER_TASK, spill_dir=spill_dir,
                                           **({} if block_shift is None else {"shift": block_shift}))
         views = store.views
@@ -352,9 +354,11 @@ class Ledger:
         the never started at their initial values), a bounded piece at a time."""
         yield from self._store.chunks(name, _TASK_FILL[name][1])
 
-    def given_back(self, task: int) -> bool:
-        """Whether ``task``'s columns were given back (its block retired)."""
-        return bool(self._store.retired[task >> self._store.shift])
+    def has_columns(self, task: int) -> bool:
+        """Whether ``task``'s columns are in memory: on a page where a task
+        started, in a block not given back."""
+        store = self._store
+        return bool(store.ready[task >> PAGE_SHIFT]) and not store.retired[task >> store.shift]
 
     @property
     def retired(self) -> int:

@@ -101,7 +101,9 @@ class TaskColumns:
         ``keep`` is ``finished`` and that finished since the block last
         retired (now at ``now``, a finish; its other tasks have not started,
         so read as ``blank``): each finished task is written once, however
-        often its block comes back."""
+        often its block comes back -- those that finished at the very time
+        of its last retirement twice (a task may start and finish within
+        one instant; records apply in order, so the second copy is the same)."""
         lo, hi = self.bounds(block)
         if self._spill is None:
             self._spill = unnamed_file(self, self._spill_dir)
@@ -110,7 +112,7 @@ class TaskColumns:
         f.seek(0, os.SEEK_END)
         finish = self.arrays["finish"][lo:hi]
         new = np.flatnonzero((self.arrays[keep][lo:hi] == finished)
-                             & (finish > self._retired_at[block]))
+                             & (finish >= self._retired_at[block]))  # (again: harmless)
         record = b"".join([np.int64(len(new)).tobytes(), new.tobytes(),
                            *(self.arrays[name][lo:hi][new].tobytes() for name in DIGESTED)])
         data = zlib.compress(record, 1)

@@ -185,8 +185,9 @@ class PolicyView:
     def task_info(self, task: int) -> RunningTask:
         """What a running task is: its job, leaf, server, demand and start."""
         led = self._ledger
-        # not arrived, or finished and given back (a run with no per-task table)
-        if not 0 <= task < led.n_tasks or led.state[task] == WAITING or led.given_back(task):
+        # not arrived, never started, or finished and given back (a run with
+        # no per-task table)
+        if not 0 <= task < led.n_tasks or led.state[task] == WAITING or not led.has_columns(task):
             raise PolicyError(f"task {task} is not running (task_info is for running tasks)")
         job = self._jobs[led.task_job[task]]
         return RunningTask(job.id, job.leaf, led.server[task], job.demand,
