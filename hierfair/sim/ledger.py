@@ -91,7 +91,8 @@ class Ledger:
         # first start among them (:meth:`_ready`); :meth:`column` and
         # :meth:`states` give every task, the ones without columns with what
         # a task that never started holds.
-        store = self._store = TaskColumns(n_tasks, _PER_TASK, spill_dir=spill_dir,
+        store = self._store = TaskColumns(n_tasks, _PER_TASK, _BLANK, ("state", FINISHED),
+                                          spill_dir=spill_dir,
                                           **({} if block_shift is None else {"shift": block_shift}))
         views = store.views
         self.task_job = views["task_job"]
@@ -105,7 +106,7 @@ class Ledger:
         self.attempt = views["attempt"]
         self.ran = views["ran"]  # wall time spent running, all attempts
         #: past this task nothing is written: every column reads its initial value
-        #: (before it, a page of tasks that never started reads so: Ledger.initial)
+        #: (before it, so do pages where no task started: column, digest_chunks)
         self.filled = 0
         self._retire = retire
         #: of the finished tasks: how many started after their job arrived, and the last finish
@@ -280,7 +281,7 @@ class Ledger:
                 # now would come back at its next start)
                 if not active and (done == store.size[block]
                                    or block + RETIRE_LAG < self.filled >> store.shift):
-                    store.retire(block, _BLANK, "state", FINISHED, now)
+                    store.retire(block, now)
         return job_id
 
     def _unretire(self, block: int) -> None:
@@ -352,7 +353,7 @@ class Ledger:
     def digest_chunks(self, name: str) -> Iterator[bytes]:
         """A per-task column's bytes, every task's (retired blocks read back,
         the never started at their initial values), a bounded piece at a time."""
-        yield from self._store.chunks(name, _TASK_FILL[name][1])
+        yield from self._store.chunks(name)
 
     def has_columns(self, task: int) -> bool:
         """Whether ``task``'s columns are in memory: on a page where a task
@@ -376,10 +377,6 @@ class Ledger:
         if self._store.n_retired:
             held &= self._store.live(self.filled)
         return held
-
-    def live(self) -> np.ndarray:
-        """Which of tasks ``[0, filled)`` are not retired."""
-        return self._store.live(self.filled)
 
     def placements(self, n_resources: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The running tasks' leaves, servers and demands (one row a task)."""

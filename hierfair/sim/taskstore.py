@@ -54,9 +54,15 @@ class TaskColumns:
     """Named per-task columns of ``n`` slots, as memoryviews (fast scalar
     access on the per-task path) and numpy views of the same memory."""
 
-    def __init__(self, n: int, codes: Mapping[str, str], shift: int | None = None,
+    def __init__(self, n: int, codes: Mapping[str, str], blank: Mapping[str, float],
+                 state: tuple[str, int], shift: int | None = None,
                  spill_dir: str | None = None) -> None:
+        """``blank``: what a digested column holds for a task that never
+        started; ``state``: the column of task states, kept when a block
+        retires, and the value of a finished task in it."""
         self.n = n
+        self._blank = blank
+        self._state, self._finished = state
         self.shift = shift = SHIFT if shift is None else shift
         self.views: dict[str, memoryview] = {}
         self.arrays: dict[str, np.ndarray] = {}
@@ -84,44 +90,41 @@ class TaskColumns:
         self.n_retired = 0  # tasks in retired blocks
         self._spill_dir = spill_dir
         self._spill: BinaryIO | None = None
-        #: block -> where its records are in the spill file, and how long
-        self._spilled: dict[int, list[tuple[int, int]]] = {}
+        #: block -> its records: column ("" the tasks) -> where in the spill file, how long
+        self._spilled: dict[int, list[dict[str, tuple[int, int]]]] = {}
         self._retired_at = array("d", [-math.inf]) * n_blocks  # its last retirement
-        self._blank: Mapping[str, float] = {}
 
     def bounds(self, block: int) -> tuple[int, int]:
         lo = block << self.shift
         return lo, min(lo + (1 << self.shift), self.n)
 
-    def retire(self, block: int, blank: Mapping[str, float], keep: str, finished: int,
-               now: float) -> None:
+    def retire(self, block: int, now: float) -> None:
         """Keep the block's digested columns on disk and give the pages of
-        every column but ``keep`` (the tasks' states) back; they read as
-        zeros from now on.  The spill file gets a record of the tasks whose
-        ``keep`` is ``finished`` and that finished since the block last
-        retired (now at ``now``, a finish; its other tasks have not started,
-        so read as ``blank``): each finished task is written once, however
-        often its block comes back -- those that finished at the very time
-        of its last retirement twice (a task may start and finish within
-        one instant; records apply in order, so the second copy is the same)."""
+        every column but the states back; they read as zeros from now on.
+        The spill file gets a record of the tasks that finished since the
+        block last retired (now at ``now``, a finish; its other tasks have
+        not started, so read as blank): each finished task is written once,
+        however often its block comes back -- those that finished at the
+        very time of its last retirement twice (a task may start and finish
+        within one instant; records apply in order, so the copy is the same).
+        A record is a compressed piece per column (the tasks' offsets in the
+        block first), so reading one column back reads only its pieces."""
         lo, hi = self.bounds(block)
         if self._spill is None:
             self._spill = unnamed_file(self, self._spill_dir)
-        self._blank = blank
         f = self._spill
-        f.seek(0, os.SEEK_END)
-        finish = self.arrays["finish"][lo:hi]
-        new = np.flatnonzero((self.arrays[keep][lo:hi] == finished)
-                             & (finish >= self._retired_at[block]))  # (again: harmless)
-        record = b"".join([np.int64(len(new)).tobytes(), new.tobytes(),
-                           *(self.arrays[name][lo:hi][new].tobytes() for name in DIGESTED)])
-        data = zlib.compress(record, 1)
-        self._spilled.setdefault(block, []).append((f.tell(), len(data)))
-        f.write(data)
+        new = np.flatnonzero((self.arrays[self._state][lo:hi] == self._finished)
+                             & (self.arrays["finish"][lo:hi] >= self._retired_at[block]))
+        pieces = {}
+        for name, values in (("", new), *((c, self.arrays[c][lo:hi][new]) for c in DIGESTED)):
+            data = zlib.compress(values.tobytes(), 1)
+            pieces[name] = (f.tell(), len(data))
+            f.write(data)
         f.flush()
+        self._spilled.setdefault(block, []).append(pieces)
         self._retired_at[block] = now
         for name, mm in self._maps.items():
-            if name == keep:
+            if name == self._state:
                 continue
             data = self.arrays[name]
             width = data.itemsize
@@ -150,8 +153,8 @@ class TaskColumns:
         from the spill file (the caller writes the others), every page of
         it with columns again."""
         lo, hi = self.bounds(block)
-        for name, values in self._block(block).items():
-            self.arrays[name][lo:hi] = values
+        for name in DIGESTED:
+            self.arrays[name][lo:hi] = self._block(block, name)
         self.ready[lo >> PAGE_SHIFT:((hi - 1) >> PAGE_SHIFT) + 1] = b"\x01" * (
             ((hi - 1) >> PAGE_SHIFT) - (lo >> PAGE_SHIFT) + 1)
         self.retired[block] = 0
@@ -171,15 +174,15 @@ class TaskColumns:
         start = lo - (first << PAGE_SHIFT)
         return np.repeat(pages, 1 << PAGE_SHIFT)[start:start + hi - lo]
 
-    def chunks(self, name: str, blank: float) -> Iterator[bytes]:
-        """The bytes of every task's value of a column, a block at a time (a
-        retired block's from the spill file; a page without columns reads
-        ``blank``)."""
-        data = self.arrays[name]
+    def chunks(self, name: str) -> Iterator[bytes]:
+        """The bytes of every task's value of a digested column, a block at a
+        time (a retired block's from the spill file; a page without columns
+        reads blank)."""
+        data, blank = self.arrays[name], self._blank[name]
         for block in range(((self.n - 1) >> self.shift) + 1 if self.n else 0):
             lo, hi = self.bounds(block)
             if self.retired[block]:
-                yield self._block(block)[name].tobytes()
+                yield self._block(block, name).tobytes()
                 continue
             ready = self.ready_mask(lo, hi)
             if not ready.any():
@@ -195,7 +198,7 @@ class TaskColumns:
         out = self.arrays[name][:upto].copy()
         for block in np.flatnonzero(np.frombuffer(self.retired, dtype=np.uint8)).tolist():
             lo, hi = self.bounds(block)
-            out[lo:hi] = self._block(block)[name]
+            out[lo:hi] = self._block(block, name)
         return out
 
     def live(self, upto: int) -> np.ndarray:
@@ -203,18 +206,18 @@ class TaskColumns:
         blocks = np.frombuffer(self.retired, dtype=np.uint8) == 0
         return np.repeat(blocks, 1 << self.shift)[:upto]
 
-    def _block(self, block: int) -> dict[str, np.ndarray]:
-        """A retired block's digested columns: blank, then its records in
+    def _block(self, block: int, name: str) -> np.ndarray:
+        """A retired block's digested column: blank, then its records in
         the order they were written."""
         assert self._spill is not None
         lo, hi = self.bounds(block)
-        out = {name: np.full(hi - lo, self._blank[name], dtype=self.arrays[name].dtype)
-               for name in DIGESTED}
-        for at, length in self._spilled[block]:
-            record = zlib.decompress(os.pread(self._spill.fileno(), length, at))
-            n = int(np.frombuffer(record, dtype=np.int64, count=1)[0])
-            which = np.frombuffer(record, dtype=np.int64, count=n, offset=8)
-            for k, name in enumerate(DIGESTED):
-                out[name][which] = np.frombuffer(record, dtype=out[name].dtype, count=n,
-                                                 offset=8 * (1 + n + k * n))
+        out = np.full(hi - lo, self._blank[name], dtype=self.arrays[name].dtype)
+        for pieces in self._spilled[block]:
+            which = np.frombuffer(self._read(pieces[""]), dtype=np.int64)
+            out[which] = np.frombuffer(self._read(pieces[name]), dtype=out.dtype)
         return out
+
+    def _read(self, piece: tuple[int, int]) -> bytes:
+        assert self._spill is not None
+        at, length = piece
+        return zlib.decompress(os.pread(self._spill.fileno(), length, at))
