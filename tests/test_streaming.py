@@ -149,6 +149,36 @@ def test_a_block_goes_while_some_of_its_tasks_wait_and_comes_back_when_they_star
     assert result.jobs.equals(stopped.jobs)
 
 
+@pytest.mark.parametrize("shift", [0, 3, 9, 11])
+@pytest.mark.parametrize("until", [3, 12, 40])
+def test_the_tasks_holding_columns_are_listed_without_a_mask_of_every_task(
+        shift, until, tmp_path, monkeypatch):
+    """TaskColumns.held (what the summary's count of waited tasks reads, a
+    chunk at a time) is the mask of pages with columns and blocks not given
+    back -- blocks smaller than a page (shift < 9), as large, larger."""
+    monkeypatch.setattr(taskstore, "SHIFT", shift)
+    monkeypatch.setattr(ledger_module, "RETIRE_LAG", 0)
+    exp = experiment(cluster={"resources": ["cpu", "mem"],
+                              "servers": [{"count": 30, "capacity": {"cpu": 10, "mem": 10}}]},
+                     workload={"jobs": [
+        {"queue": "A", "tasks": 3000, "demand": {"cpu": 1, "mem": 1}, "duration": 5},
+        {"queue": "B", "tasks": 900, "demand": {"cpu": 3, "mem": 1}, "duration": 7,
+         "submit": 2},
+        {"queue": "A", "tasks": 2000, "demand": {"cpu": 1, "mem": 1}, "duration": 3,
+         "submit": 30}]}, tables=["jobs"])
+    sim = exp.simulator(make_policy("drf"), 0, spill_dir=str(tmp_path))
+    sim.run(until=until)
+    store, filled = sim._ledger._store, sim._ledger.filled
+    mask = store.ready_mask(0, filled) & store.live(filled)
+    # some tasks hold columns; late enough, blocks of up to a page were given back
+    assert 0 < mask.sum() < filled
+    assert store.n_retired > 0 or until < 40 or shift > 9
+    for chunk in (1, 700, 1 << 20):
+        listed = list(store.held(filled, chunk=chunk))
+        assert all(len(part) <= max(chunk, 1 << taskstore.PAGE_SHIFT) for part in listed)
+        assert np.array_equal(np.concatenate(listed), np.flatnonzero(mask))
+
+
 def test_a_task_that_starts_and_finishes_at_its_blocks_retirement_is_kept(
         tmp_path, monkeypatch):
     """The review's case: a block retires at T, a task of it starts at T and

@@ -370,13 +370,10 @@ class Ledger:
         """When the last task finished (0 if none did)."""
         return self.done_last if self.done_last > -math.inf else 0.0
 
-    def holding(self) -> np.ndarray:
-        """Which of tasks ``[0, filled)`` hold their columns: on a page that
-        has them, not retired."""
-        held = self._store.ready_mask(0, self.filled)
-        if self._store.n_retired:
-            held &= self._store.live(self.filled)
-        return held
+    def held_tasks(self) -> Iterator[np.ndarray]:
+        """The tasks of ``[0, filled)`` that hold their columns (on a page
+        that has them, not retired), in order, a bounded chunk at a time."""
+        return self._store.held(self.filled)
 
     def placements(self, n_resources: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The running tasks' leaves, servers and demands (one row a task)."""

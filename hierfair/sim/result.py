@@ -163,15 +163,19 @@ def _jobs(ledger: Ledger, hierarchy: Hierarchy) -> pd.DataFrame:
     jobs = ledger.jobs
     cols = job_columns(jobs)
     names = jobs.names() if hasattr(jobs, "names") else [j.name for j in jobs]
+    # the columns as arrays (a list of two million ints is ~85 MB more at the
+    # end of a run); with no jobs as empty lists, whose dtype a table with no
+    # rows has always had (object)
+    some = len(jobs) > 0
     frame = pd.DataFrame({
         "job": np.arange(len(jobs)),
         "name": names,
-        "leaf": np.array(hierarchy.paths, dtype=object)[cols.leaf].tolist(),
-        "tasks": cols.size.tolist(),
+        "leaf": np.array(hierarchy.paths, dtype=object)[cols.leaf] if some else [],
+        "tasks": cols.size if some else [],
         # when the job arrived: its submit time, or later if it waited for
         # another job (``after``); NaN if it never arrived
         "submit": ledger.column("job_arrival"),
-        "after": cols.after.tolist(),
+        "after": cols.after if some else [],
         "first_start": ledger.column("job_first"),
         "finish": ledger.column("job_finish"),
         "preemptions": ledger.column("job_preempted"),
@@ -204,15 +208,18 @@ def _counts(ledger: Ledger, rec: Recorder) -> dict[str, float]:
     # tasks were tallied as they finished; of the rest, those with columns
     # (on pages where a task started, not retired) are read here, and the
     # others never started
-    filled = ledger.filled
-    held = ledger.holding()
-    state = np.frombuffer(ledger.state, dtype=np.uint8)[:filled][held]
-    unfinished = state != FINISHED
-    start = np.frombuffer(ledger.start, dtype=np.float64)[:filled][held][unfinished]
-    task_job = np.frombuffer(ledger.task_job, dtype=np.int64)[:filled][held][unfinished]
+    state = np.frombuffer(ledger.state, dtype=np.uint8)
+    start = np.frombuffer(ledger.start, dtype=np.float64)
+    task_job = np.frombuffer(ledger.task_job, dtype=np.int64)
     arrival = np.frombuffer(ledger.job_arrival, dtype=np.float64)
-    waited = int(np.count_nonzero(np.isnan(start) | (start > arrival[task_job] + 1e-9)))
-    waited += ledger.unfinished - len(start) + ledger.done_waited
+    waited = held_unfinished = 0
+    for held in ledger.held_tasks():
+        unfinished = held[state[held] != FINISHED]
+        began = start[unfinished]
+        waited += int(np.count_nonzero(np.isnan(began)
+                                       | (began > arrival[task_job[unfinished]] + 1e-9)))
+        held_unfinished += len(unfinished)
+    waited += ledger.unfinished - held_unfinished + ledger.done_waited
     finished = ledger.n_tasks - ledger.unfinished
     outcomes = rec.attempts.column("outcome")
     latency = rec.latency

@@ -174,6 +174,25 @@ class TaskColumns:
         start = lo - (first << PAGE_SHIFT)
         return np.repeat(pages, 1 << PAGE_SHIFT)[start:start + hi - lo]
 
+    def held(self, upto: int, chunk: int = 1 << 20) -> Iterator[np.ndarray]:
+        """The tasks of ``[0, upto)`` whose columns are in memory (on a page
+        where one started, in a block not given back), in order, about
+        ``chunk`` at a time: a mask of every task would be a byte a task (the
+        paper-scale week's 276 M at its end)."""
+        n_pages = (upto + (1 << PAGE_SHIFT) - 1) >> PAGE_SHIFT
+        pages = np.flatnonzero(np.frombuffer(self.ready, dtype=np.uint8)[:n_pages])
+        retired = np.frombuffer(self.retired, dtype=np.uint8)
+        if self.n_retired and self.shift >= PAGE_SHIFT:  # a page lies in one block
+            pages = pages[retired[pages >> (self.shift - PAGE_SHIFT)] == 0]
+        offsets = np.arange(1 << PAGE_SHIFT, dtype=np.int64)
+        step = max(1, chunk >> PAGE_SHIFT)
+        for i in range(0, len(pages), step):
+            tasks = ((pages[i:i + step, None] << PAGE_SHIFT) + offsets).ravel()
+            tasks = tasks[tasks < upto]
+            if self.n_retired:  # blocks smaller than a page: some of it may be gone
+                tasks = tasks[retired[tasks >> self.shift] == 0]
+            yield tasks
+
     def chunks(self, name: str) -> Iterator[bytes]:
         """The bytes of every task's value of a digested column, a block at a
         time (a retired block's from the spill file; a page without columns
