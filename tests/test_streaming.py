@@ -130,11 +130,33 @@ def test_a_block_goes_while_some_of_its_tasks_wait_and_comes_back_when_they_star
         {"queue": "B", "tasks": 90, "demand": {"cpu": 3, "mem": 1}, "duration": 7,
          "submit": 2}]}, tables=["jobs"])
     kept = exp.simulator(make_policy("drf"), 0).run()
+    # a block that comes back reads nothing from the spill file: its finished
+    # tasks' values stay there (reading every record at every return was
+    # quadratic in the returns)
+    reads: list[tuple[int, int]] = []
+    read, unretire = taskstore.TaskColumns._read, taskstore.TaskColumns.unretire
+    during: list[int] = []
+
+    def counted_unretire(self, block):
+        before = len(reads)
+        unretire(self, block)
+        during.append(len(reads) - before)
+
+    monkeypatch.setattr(taskstore.TaskColumns, "_read",
+                        lambda self, piece: reads.append(piece) or read(self, piece))
+    monkeypatch.setattr(taskstore.TaskColumns, "unretire", counted_unretire)
     sim = exp.simulator(make_policy("drf"), 0, spill_dir=str(tmp_path))
     result = sim.run(until=40)
-    store = sim._ledger._store
+    store, led = sim._ledger._store, sim._ledger
     # retired with tasks that had not started: blocks came back when they did
     assert store.returned > 0 and store.n_retired > 0
+    assert len(during) == store.returned and not any(during) and reads
+    # a finished task of a block that came back has its values in the spill file
+    back = [t for t in range(690) if not store.retired[t >> 3] and store.ready[t >> 9]
+            and led.state[t] == ledger_module.FINISHED and math.isnan(led.finish[t])]
+    assert back and not any(led.has_columns(t) for t in back)
+    with pytest.raises(Exception, match="not running"):
+        sim.view.task_info(back[0])
     retired = np.repeat(np.frombuffer(store.retired, dtype=np.uint8), 8)[:690].astype(bool)
     with pytest.raises(Exception, match="not running"):  # finished, given back
         sim.view.task_info(int(np.flatnonzero(retired)[0]))

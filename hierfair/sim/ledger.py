@@ -286,8 +286,9 @@ class Ledger:
 
     def _unretire(self, block: int) -> None:
         """A task of a retired block is starting: the block's columns come
-        back (the digested ones from the spill file, the rest as a task that
-        never started holds them, with no work left for a finished one)."""
+        back as a task that never started holds them, with no work left for
+        a finished one (whose digested values stay in the spill file:
+        :meth:`TaskColumns.unretire`)."""
         store = self._store
         lo, hi = store.bounds(block)
         self._fill(lo, hi)
@@ -359,7 +360,10 @@ class Ledger:
         """Whether ``task``'s columns are in memory: on a page where a task
         started, in a block not given back."""
         store = self._store
-        return bool(store.ready[task >> PAGE_SHIFT]) and not store.retired[task >> store.shift]
+        if not store.ready[task >> PAGE_SHIFT] or store.retired[task >> store.shift]:
+            return False
+        # a task that finished before its block went and came back: in the spill file
+        return not (self.state[task] == FINISHED and math.isnan(self.finish[task]))
 
     @property
     def retired(self) -> int:

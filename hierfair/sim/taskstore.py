@@ -149,12 +149,14 @@ class TaskColumns:
         self.n_retired += hi - lo
 
     def unretire(self, block: int) -> None:
-        """A task of a retired block starts: its digested columns come back
-        from the spill file (the caller writes the others), every page of
-        it with columns again."""
+        """A task of a retired block starts: every page of it has columns
+        again, as the caller wrote them (tasks that never started).  Its
+        finished tasks' digested values stay in the spill file -- they never
+        change again, and the block's column is read with its records
+        (:meth:`_block`).  Reading them back at each return read every
+        record the block had, at every return: quadratic in its returns (the
+        1:20 week at load 2 spent 86 % of its time there)."""
         lo, hi = self.bounds(block)
-        for name in DIGESTED:
-            self.arrays[name][lo:hi] = self._block(block, name)
         self.ready[lo >> PAGE_SHIFT:((hi - 1) >> PAGE_SHIFT) + 1] = b"\x01" * (
             ((hi - 1) >> PAGE_SHIFT) - (lo >> PAGE_SHIFT) + 1)
         self.retired[block] = 0
@@ -209,15 +211,16 @@ class TaskColumns:
                 continue
             values = data[lo:hi].copy()
             values[~ready] = blank
-            yield values.tobytes()
+            yield self._block(block, name, values).tobytes()
 
     def restored(self, name: str, upto: int) -> np.ndarray:
-        """A copy of tasks ``[0, upto)`` of a digested column, retired blocks
-        read back from the spill file."""
+        """A copy of tasks ``[0, upto)`` of a digested column, with the
+        spill file's records of every block that ever retired (a retired
+        block's values are all there)."""
         out = self.arrays[name][:upto].copy()
-        for block in np.flatnonzero(np.frombuffer(self.retired, dtype=np.uint8)).tolist():
+        for block in self._spilled:
             lo, hi = self.bounds(block)
-            out[lo:hi] = self._block(block, name)
+            out[lo:hi] = self._block(block, name, None if self.retired[block] else out[lo:hi])
         return out
 
     def live(self, upto: int) -> np.ndarray:
@@ -225,13 +228,17 @@ class TaskColumns:
         blocks = np.frombuffer(self.retired, dtype=np.uint8) == 0
         return np.repeat(blocks, 1 << self.shift)[:upto]
 
-    def _block(self, block: int, name: str) -> np.ndarray:
-        """A retired block's digested column: blank, then its records in
-        the order they were written."""
-        assert self._spill is not None
-        lo, hi = self.bounds(block)
-        out = np.full(hi - lo, self._blank[name], dtype=self.arrays[name].dtype)
-        for pieces in self._spilled[block]:
+    def _block(self, block: int, name: str, values: np.ndarray | None = None) -> np.ndarray:
+        """A block's digested column: ``values`` (a live block's, as its
+        memory holds them) or blank (a retired one's), then its records in
+        the order they were written.  A record holds tasks that had
+        finished, which a block that came back holds as blank: memory and
+        records never give the same task two values."""
+        out = values
+        if out is None:
+            lo, hi = self.bounds(block)
+            out = np.full(hi - lo, self._blank[name], dtype=self.arrays[name].dtype)
+        for pieces in self._spilled.get(block, ()):
             which = np.frombuffer(self._read(pieces[""]), dtype=np.int64)
             out[which] = np.frombuffer(self._read(pieces[name]), dtype=out.dtype)
         return out
