@@ -133,7 +133,7 @@ def test_a_block_goes_while_some_of_its_tasks_wait_and_comes_back_when_they_star
     # a block that comes back reads nothing from the spill file: its finished
     # tasks' values stay there (reading every record at every return was
     # quadratic in the returns)
-    reads: list[tuple[int, int]] = []
+    reads: list[int] = []
     read, unretire = taskstore.TaskColumns._read, taskstore.TaskColumns.unretire
     during: list[int] = []
 
@@ -143,7 +143,7 @@ def test_a_block_goes_while_some_of_its_tasks_wait_and_comes_back_when_they_star
         during.append(len(reads) - before)
 
     monkeypatch.setattr(taskstore.TaskColumns, "_read",
-                        lambda self, piece: reads.append(piece) or read(self, piece))
+                        lambda self, at, length: reads.append(at) or read(self, at, length))
     monkeypatch.setattr(taskstore.TaskColumns, "unretire", counted_unretire)
     sim = exp.simulator(make_policy("drf"), 0, spill_dir=str(tmp_path))
     result = sim.run(until=40)

@@ -37,6 +37,8 @@ BLOCK = 1 << SHIFT
 PAGE_SHIFT = max(9, (mmap.PAGESIZE // 8).bit_length() - 1)
 #: The columns hashed into the schedule digest, kept (compressed) when a block retires.
 DIGESTED = ("server", "start", "finish", "attempt")
+#: Numbers a spill record takes: (where, how long) of the tasks, then of each column.
+_RECORD = 2 + 2 * len(DIGESTED)
 _DTYPES = {"B": np.uint8, "q": np.int64, "d": np.float64}
 _PAGE = mmap.PAGESIZE
 
@@ -90,8 +92,11 @@ class TaskColumns:
         self.n_retired = 0  # tasks in retired blocks
         self._spill_dir = spill_dir
         self._spill: BinaryIO | None = None
-        #: block -> its records: column ("" the tasks) -> where in the spill file, how long
-        self._spilled: dict[int, list[dict[str, tuple[int, int]]]] = {}
+        #: block -> its records, _RECORD numbers each: where in the spill file
+        #: and how long the tasks' offsets in the block are, then each of
+        #: DIGESTED (a dict of tuples a record was ~0.9 kB: ~90 MB over the
+        #: paper-scale week's retirements)
+        self._spilled: dict[int, array] = {}
         self._retired_at = array("d", [-math.inf]) * n_blocks  # its last retirement
 
     def bounds(self, block: int) -> tuple[int, int]:
@@ -115,13 +120,12 @@ class TaskColumns:
         f = self._spill
         new = np.flatnonzero((self.arrays[self._state][lo:hi] == self._finished)
                              & (self.arrays["finish"][lo:hi] >= self._retired_at[block]))
-        pieces = {}
-        for name, values in (("", new), *((c, self.arrays[c][lo:hi][new]) for c in DIGESTED)):
+        record = self._spilled.setdefault(block, array("q"))
+        for values in (new, *(self.arrays[c][lo:hi][new] for c in DIGESTED)):
             data = zlib.compress(values.tobytes(), 1)
-            pieces[name] = (f.tell(), len(data))
+            record.extend((f.tell(), len(data)))
             f.write(data)
         f.flush()
-        self._spilled.setdefault(block, []).append(pieces)
         self._retired_at[block] = now
         for name, mm in self._maps.items():
             if name == self._state:
@@ -238,12 +242,14 @@ class TaskColumns:
         if out is None:
             lo, hi = self.bounds(block)
             out = np.full(hi - lo, self._blank[name], dtype=self.arrays[name].dtype)
-        for pieces in self._spilled.get(block, ()):
-            which = np.frombuffer(self._read(pieces[""]), dtype=np.int64)
-            out[which] = np.frombuffer(self._read(pieces[name]), dtype=out.dtype)
+        records = self._spilled.get(block, ())
+        k = 2 + 2 * DIGESTED.index(name)
+        for i in range(0, len(records), _RECORD):
+            which = np.frombuffer(self._read(records[i], records[i + 1]), dtype=np.int64)
+            out[which] = np.frombuffer(self._read(records[i + k], records[i + k + 1]),
+                                       dtype=out.dtype)
         return out
 
-    def _read(self, piece: tuple[int, int]) -> bytes:
+    def _read(self, at: int, length: int) -> bytes:
         assert self._spill is not None
-        at, length = piece
         return zlib.decompress(os.pread(self._spill.fileno(), length, at))
