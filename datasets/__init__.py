@@ -45,6 +45,9 @@ class Kind:
     #: How big the built object is, from the params alone (before building):
     #: servers, hierarchy nodes, or (jobs, tasks); None when it depends on a file.
     size: Callable[[Any], Any] | None = None
+    #: The workload keeps its jobs as columns (a JobTable, made as the run
+    #: reads them): what a task costs before it starts is its state byte.
+    columns: bool = False
 
 
 def _table(*kinds: Kind) -> Mapping[str, Kind]:
@@ -54,7 +57,7 @@ def _table(*kinds: Kind) -> Mapping[str, Kind]:
 WORKLOAD_KINDS = _table(
     Kind("jobs", "explicit job list written in the spec", jobs.Params, jobs.build, jobs.size),
     Kind("facebook-bins", "Facebook job sizes of H-DRF Table 1, §5.2 memory rule",
-         facebook.Params, facebook.build, facebook.size),
+         facebook.Params, facebook.build, facebook.size, columns=True),
     Kind("swim", "SWIM Facebook 2009/2010 day traces (bytes -> map/reduce tasks)",
          swim.Params, swim.build),
     Kind("google-2011", "Google cluster-data 2011 task_events parts (sampled jobs)",

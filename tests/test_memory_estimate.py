@@ -93,6 +93,17 @@ SPREAD: dict[str, dict[str, Any]] = {
                                                 algorithm="slots-k"),
     "50k servers": make_spec(flat(4), job_list(4, 2500), servers=50_000),
     "written tree 5k leaves, 2k jobs": make_spec(flat(5000), job_list(2000, 4, leaves=5000)),
+    # jobs as columns in a lean run (Size.streamed): the paper-scale week's kind
+    "facebook-bins 2k jobs as columns, lean": {
+        **make_spec({"kind": "paper", "figure": "hdrf-fig10", "users_per_leaf": 25},
+                    {"kind": "facebook-bins", "jobs": 2_000, "task_duration": 60,
+                     "task_duration_spread": 30, "interarrival": 10,
+                     "arrivals": {"offered_load": 1.0}},
+                    algorithm="slots-10", tables=["jobs", "utilization"]),
+        # the 1:20 week's cluster (experiments/long/hdrf-fig13-7days.yaml)
+        "cluster": {"resources": ["mem", "cpu", "gpu"], "servers": [
+            {"count": 50, "capacity": {"mem": 32, "cpu": 16, "gpu": 0}},
+            {"count": 10, "capacity": {"mem": 32, "cpu": 16, "gpu": 16}}]}},
 }
 
 #: Measured once for docs/spec.md (the script): larger points of the same kinds.
@@ -190,7 +201,7 @@ def measured_peak(data: dict[str, Any], folder: Path) -> int:
 QUICK = ("one task", "200k tasks, 4 jobs", "google 2,000 jobs, depth 6, hdrf-fast",
          "full binary 16 levels, slots-k",
          # a run without per-task tables is estimated lean (Size.lean; issue 30)
-         "200k tasks, jobs table only")
+         "200k tasks, jobs table only", "facebook-bins 2k jobs as columns, lean")
 MEASURED = list(SPREAD) if os.environ.get("HIERFAIR_FUZZ") == "thorough" else list(QUICK)
 
 
@@ -263,6 +274,50 @@ def refusal(size: Size, max_memory: float | None = None) -> str:
 
 def tasks(n: int) -> Size:
     return Size(servers=10, nodes=5, depth=1, resources=2, jobs=4, tasks=n)
+
+
+def test_a_lean_run_of_jobs_as_columns_is_sized_by_its_jobs_not_its_tasks(machine):
+    """The paper-scale H-DRF week at load 2 (experiments/long/hdrf-fig13-7days-1200.yaml:
+    2,126,000 jobs, 276 M tasks): refused as any other run (100 M tasks, and
+    ~80 GiB lean), admitted with its jobs as columns -- a task that never
+    started is a byte."""
+    week = dict(servers=1200, nodes=160, depth=3, resources=3, jobs=2_126_000,
+                tasks=276_195_412)
+    def limit(size: Size) -> str:
+        with pytest.raises(SpecError, match="exceed the limit of") as info:
+            check_memory(size, None, where="workload")
+        return str(info.value)
+
+    assert "tasks: 276,195,412 exceed the limit of 100,000,000" in limit(Size(**week, lean=True))
+    assert "of 100,000,000" in limit(Size(**week, columns=True))  # keeps per-task tables
+    streamed = Size(**week, lean=True, columns=True)
+    assert streamed.streamed and not Size(**week, lean=True).streamed
+    check_memory(streamed, None, "workload")
+    assert 2 * GiB < streamed.estimate_bytes() < 5 * GiB  # measured: see docs/spec.md
+    assert "tasks: 1,000,000,001 exceed the limit of 1,000,000,000" in limit(
+        Size(**{**week, "tasks": 1_000_000_001}, lean=True, columns=True))
+    # without the limit, 80 GiB lean
+    assert Size(**week, lean=True).estimate_bytes() > 80 * GiB
+
+
+def test_the_shipped_paper_scale_week_is_sized_as_a_streamed_run(machine):
+    """experiments/long/hdrf-fig13-7days-1200.yaml as the spec states it (the
+    check before anything is built) and as built (2,000 of its jobs here:
+    the whole workload takes ~20 s to build)."""
+    data = yaml.safe_load((ROOT / "experiments/long/hdrf-fig13-7days-1200.yaml").read_text())
+    for key in ("grid", "claims"):
+        data.pop(key)
+    seen: list[Size] = []
+    with mock.patch.object(spec_module, "check_memory",
+                           lambda size, max_memory, where: seen.append(size)):
+        spec_module.build_experiment(data, check_workload=False)
+    [stated] = seen
+    assert stated.streamed and stated.jobs == 2_126_000 and stated.tasks > 2.7e8
+    check_memory(stated, None, "workload")  # admitted on a 16 GiB machine
+    data["workload"]["jobs"] = 2000
+    assert estimated_size(data).streamed
+    data["tables"] = ["jobs", "tasks"]  # a per-task table: every task's columns stay
+    assert not estimated_size(data).streamed
 
 
 def test_physical_memory_is_the_limit_when_nothing_else_is_set(machine):

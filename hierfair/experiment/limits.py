@@ -50,6 +50,11 @@ MAX_NESTING = 200
 MAX_SERVERS = 10_000_000
 MAX_NODES = 10_000_000
 MAX_TASKS = 100_000_000
+#: Tasks of a run whose jobs are columns and that keeps no per-task table
+#: (Size.columns): a task that never started is its state byte, so the
+#: bound is what a run can simulate, not its memory -- a billion tasks is
+#: ~10 CPU-hours at the contended 30k tasks a CPU-second.
+MAX_COLUMN_TASKS = 1_000_000_000
 #: Runs of one spec (grid points x algorithms x seeds) unless --max-runs
 #: raises it: a typo in a grid can ask for a million runs, and each grid
 #: point is built and checked before anything runs.
@@ -137,6 +142,19 @@ _BASE_MAX = 2 * _BASE_BYTES
 #: the FB-2010 day (3.25 M tasks, drf, tables [jobs]), 190 for H-DRF's 1:20
 #: week (3.5 M tasks, tables [jobs, utilization]).
 _LEAN_TASK = 300
+#: What a task costs a lean run whose jobs are columns (Size.columns): its
+#: state byte, and its share of the pages of the blocks whose tasks run or
+#: wait started (the ledger's columns, 81 bytes a task, written a page at a
+#: first start and given back when the block retires; docs/simulator.md).
+_COLUMN_TASK = 4
+#: What a job of such a run costs: its columns (leaf, submit, size, demand),
+#: the ledger's per-job arrays (~120 bytes) and its row of the jobs table,
+#: built at the end with pandas' and Arrow's copies (~250 bytes).
+_COLUMN_JOB = 1000
+#: What such a run holds whatever its length: the utilisation table's row
+#: group before it is written (2^20 rows), the decision latencies (bounded
+#: past a million), the blocks of the newest arrivals (RETIRE_LAG).
+_COLUMN_RUNNING = 512 * 2**20
 #: Tables with a row per task, attempt, allocation or decision.
 PER_TASK_TABLES = frozenset({"tasks", "attempts", "allocations", "decisions"})
 #: A job list written out in a spec costs about this much per value while it
@@ -160,6 +178,19 @@ class Size:
     #: the run keeps no table with a row per task or decision (only jobs,
     #: utilization, preemptions): what a task costs is its ledger columns
     lean: bool = False
+    #: the workload keeps its jobs as columns (a JobTable): in a lean run a
+    #: task that never started costs its state byte
+    columns: bool = False
+
+    @property
+    def streamed(self) -> bool:
+        """Lean, with jobs as columns: what a run holds grows with its jobs
+        and what runs now, barely with its tasks."""
+        return self.lean and self.columns
+
+    @property
+    def max_tasks(self) -> int:
+        return MAX_COLUMN_TASKS if self.streamed else MAX_TASKS
 
     def estimate_bytes(self, base: int = _BASE_BYTES) -> int:
         """Peak resident memory of one run, an upper bound (docs/spec.md,
@@ -176,16 +207,24 @@ class Size:
         objects and vectors, and a job list written out in the spec (at most
         MAX_EXPANDED values).  Per byte of trace text read: pandas' parse of it
         (the Google parts, 5.9 MB compressed, peak at 516 MiB whatever the
-        sample).
+        sample).  A lean run of jobs as columns (:attr:`streamed`) holds a
+        byte a task that never started, a job's columns and rows, and what
+        runs now (_COLUMN_TASK, _COLUMN_JOB, _COLUMN_RUNNING): measured, not
+        a worst case (docs/spec.md, "Memory").
         """
         m, path = self.resources, self.depth + 1
-        per_task = (_LEAN_TASK + 16 * (1 + m) if self.lean
-                    else 1000 + 2 * path * (24 + 16 * (3 + m)))
+        running = 0
+        if self.streamed:
+            per_task, per_job, running = _COLUMN_TASK, _COLUMN_JOB + 16 * m, _COLUMN_RUNNING
+        else:
+            per_task = (_LEAN_TASK + 16 * (1 + m) if self.lean
+                        else 1000 + 2 * path * (24 + 16 * (3 + m)))
+            per_job = 2500 + 16 * m
         per_node = 2300 + 32 * path + 32 * m
-        per_job = 2500 + 16 * m
         per_server = 800 + 32 * m
-        written = _WRITTEN_VALUE_BYTES * min(9 * self.jobs, MAX_EXPANDED)
-        return (base + self.tasks * per_task + self.nodes * per_node
+        # a job list written in the spec (never jobs as columns: a generator's)
+        written = 0 if self.columns else _WRITTEN_VALUE_BYTES * min(9 * self.jobs, MAX_EXPANDED)
+        return (base + running + self.tasks * per_task + self.nodes * per_node
                 + self.jobs * per_job + self.servers * per_server + written
                 + _TEXT_BYTE * self.input_bytes)
 
@@ -339,7 +378,7 @@ def check_memory(size: Size, max_memory: float | None, where: str) -> None:
     address space: the estimate plus what the libraries map)."""
     for count, limit, what in ((size.servers, MAX_SERVERS, "servers"),
                                (size.nodes, MAX_NODES, "hierarchy nodes"),
-                               (size.tasks, MAX_TASKS, "tasks")):
+                               (size.tasks, size.max_tasks, "tasks")):
         if count > limit:
             raise SpecError(f"{what}: {count:,} exceed the limit of {limit:,} per run",
                             where=where, value=count)

@@ -340,7 +340,8 @@ def build_experiment(data: Any, source: str = "", data_dir: str | None = None,
         _check_size(Size(cluster.n_servers, hierarchy.n_nodes, int(hierarchy.depth.max()),
                          len(cluster.resources), len(workload.jobs), workload.n_tasks,
                          text_bytes([(f.name, f.size) for f in workload.inputs]),
-                         lean=not PER_TASK_TABLES & set(spec.tables)),
+                         lean=not PER_TASK_TABLES & set(spec.tables),
+                         columns=hasattr(workload.jobs, "columns")),
                     max_memory)
     else:
         parse_workload(spec.workload)  # params only
@@ -369,7 +370,7 @@ def _size_from_spec(spec: Spec) -> Size:
     kind, params, _, _ = parse_workload(spec.workload)
     jobs, tasks = kind.size(params) if kind.size else (0, 0)
     return Size(servers, nodes, depth, resources, jobs, tasks,
-                lean=not PER_TASK_TABLES & set(spec.tables))
+                lean=not PER_TASK_TABLES & set(spec.tables), columns=kind.columns)
 
 
 def _count_nodes(tree: Any, depth: int = 0) -> tuple[int, int]:
