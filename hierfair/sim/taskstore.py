@@ -109,10 +109,10 @@ class TaskColumns:
         The spill file gets a record of the tasks that finished since the
         block last retired (now at ``now``, a finish; its other tasks have
         not started, so read as blank): each finished task is written once,
-        however often its block comes back -- those that finished at the
-        very time of its last retirement twice (a task may start and finish
-        within one instant; records apply in order, so the copy is the same).
-        A record is a compressed piece per column (the tasks' offsets in the
+        however often its block comes back (a block that came back holds its
+        earlier finished tasks blank, whose NaN finish the filter skips; ``>=``
+        keeps a task that started and finished at the very time of the last
+        retirement).  A record is a compressed piece per column (the tasks' offsets in the
         block first), so reading one column back reads only its pieces."""
         lo, hi = self.bounds(block)
         if self._spill is None:
