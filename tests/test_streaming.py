@@ -201,6 +201,45 @@ def test_the_tasks_holding_columns_are_listed_without_a_mask_of_every_task(
         assert np.array_equal(np.concatenate(listed), np.flatnonzero(mask))
 
 
+@pytest.mark.parametrize("shift", [10, 11])
+@pytest.mark.parametrize("until", [12, 40, None])
+def test_a_block_of_whole_pages_comes_back_a_page_at_a_time(shift, until, tmp_path, monkeypatch):
+    """Blocks of 2 and 4 pages: a block that comes back gets a page's
+    columns as a task of it starts, not all of its pages (a queue days
+    behind would hold a whole block per job it serves); the run reports
+    what the run keeping everything does."""
+    monkeypatch.setattr(taskstore, "SHIFT", shift)
+    monkeypatch.setattr(ledger_module, "RETIRE_LAG", 0)
+    exp = experiment(cluster={"resources": ["cpu", "mem"],
+                              "servers": [{"count": 30, "capacity": {"cpu": 10, "mem": 10}}]},
+                     workload={"jobs": [
+        {"queue": "A", "tasks": 3000, "demand": {"cpu": 1, "mem": 1}, "duration": 5},
+        {"queue": "B", "tasks": 900, "demand": {"cpu": 3, "mem": 1}, "duration": 7,
+         "submit": 2},
+        {"queue": "A", "tasks": 2000, "demand": {"cpu": 1, "mem": 1}, "duration": 3,
+         "submit": 30}]}, tables=["jobs"])
+    kept_sim = exp.simulator(make_policy("drf"), 0)
+    kept = kept_sim.run(until=until)
+    sim = exp.simulator(make_policy("drf"), 0, spill_dir=str(tmp_path))
+    streamed = sim.run(until=until)
+    store = sim._ledger._store
+    assert store.returned > 0
+    if until is not None:  # a block that came back holds pages only where tasks started
+        per_block = 1 << (shift - taskstore.PAGE_SHIFT)
+        back = [b for b in store._spilled if not store.retired[b]]
+        assert back and any(
+            store.ready[b * per_block:(b + 1) * per_block].count(0) for b in back)
+    assert streamed.schedule_digest == kept.schedule_digest
+    sa, sb = summarize(kept), summarize(streamed)
+    for key, value in sa.items():
+        if key not in WALL_CLOCK_COLUMNS:
+            assert sb[key] == value or (math.isnan(value) and math.isnan(sb[key])), key
+    assert streamed.jobs.equals(kept.jobs)
+    for name in taskstore.DIGESTED:
+        assert np.array_equal(sim._ledger.column(name), kept_sim._ledger.column(name),
+                              equal_nan=name in ("start", "finish")), name
+
+
 def test_a_task_that_starts_and_finishes_at_its_blocks_retirement_is_kept(
         tmp_path, monkeypatch):
     """The review's case: a block retires at T, a task of it starts at T and

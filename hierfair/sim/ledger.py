@@ -181,6 +181,8 @@ class Ledger:
         cols["task_job"][lo:hi] = np.repeat(
             np.arange(first, last + 1, dtype=np.int64),
             np.diff(np.clip(np.frombuffer(self.offset, dtype=np.int64)[first:last + 2], lo, hi)))
+        # no work left for a task that finished before its block went (and came back)
+        cols["left"][lo:hi][cols["state"][lo:hi] == FINISHED] = 0.0
 
     def arrive(self, job_id: int, now: float) -> None:
         lo, hi = self.offset[job_id], self.offset[job_id + 1]
@@ -285,17 +287,18 @@ class Ledger:
         return job_id
 
     def _unretire(self, block: int) -> None:
-        """A task of a retired block is starting: the block's columns come
-        back as a task that never started holds them, with no work left for
-        a finished one (whose digested values stay in the spill file:
-        :meth:`TaskColumns.unretire`)."""
+        """A task of a retired block is starting: the block is live again,
+        and its pages get columns as their tasks start (:meth:`_ready`), as
+        a fresh block's -- one task of a queue that fell days behind holds a
+        page, not its block's 32.  Its finished tasks' digested values stay
+        in the spill file (:meth:`TaskColumns.unretire`).  A block smaller
+        than a page kept its page's flag (other blocks' tasks are there): its
+        own slots come back now."""
         store = self._store
-        lo, hi = store.bounds(block)
-        self._fill(lo, hi)
-        cols = store.arrays
-        cols["left"][lo:hi][cols["state"][lo:hi] == FINISHED] = 0.0
+        if store.shift < PAGE_SHIFT:
+            lo, hi = store.bounds(block)
+            self._fill(lo, hi)
         store.unretire(block)
-        self.filled = max(self.filled, hi)
 
     def evict(self, task: int) -> None:
         """A running task is preempted but keeps its server until its eviction
@@ -340,11 +343,10 @@ class Ledger:
             return np.repeat(np.arange(len(self.jobs), dtype=np.int64),
                              np.diff(np.frombuffer(self.offset, dtype=np.int64)))
         out = store.restored(name, self.n_tasks)
-        # a page without columns holds initial values (a retired block's come
-        # back from the spill file as they were, blanks included)
+        if name in DIGESTED:  # blank where no columns, then the spill file's records
+            return out
+        # a page without columns holds initial values (a run that never retired)
         blank = ~store.ready_mask(0, self.n_tasks)
-        if store.n_retired:
-            blank &= store.live(self.n_tasks)
         if name == "left":  # a waiting task's work is its duration
             out[blank] = np.concatenate([j.durations for j in self.jobs] or [np.zeros(0)])[blank]
         else:

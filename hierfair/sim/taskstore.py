@@ -119,7 +119,8 @@ class TaskColumns:
             self._spill = unnamed_file(self, self._spill_dir)
         f = self._spill
         new = np.flatnonzero((self.arrays[self._state][lo:hi] == self._finished)
-                             & (self.arrays["finish"][lo:hi] >= self._retired_at[block]))
+                             & (self.arrays["finish"][lo:hi] >= self._retired_at[block])
+                             & self.ready_mask(lo, hi))
         record = self._spilled.setdefault(block, array("q"))
         for values in (new, *(self.arrays[c][lo:hi][new] for c in DIGESTED)):
             data = zlib.compress(values.tobytes(), 1)
@@ -153,16 +154,14 @@ class TaskColumns:
         self.n_retired += hi - lo
 
     def unretire(self, block: int) -> None:
-        """A task of a retired block starts: every page of it has columns
-        again, as the caller wrote them (tasks that never started).  Its
-        finished tasks' digested values stay in the spill file -- they never
-        change again, and the block's column is read with its records
-        (:meth:`_block`).  Reading them back at each return read every
-        record the block had, at every return: quadratic in its returns (the
-        1:20 week at load 2 spent 86 % of its time there)."""
+        """A task of a retired block starts: the block is live again, its
+        pages without columns until a task of each starts (the caller
+        writes them).  Its finished tasks' digested values stay in the spill
+        file -- they never change again, and the block's column is read
+        with its records (:meth:`_block`).  Reading them back at each return
+        read every record the block had, at every return: quadratic in its
+        returns (the 1:20 week at load 2 spent 86 % of its time there)."""
         lo, hi = self.bounds(block)
-        self.ready[lo >> PAGE_SHIFT:((hi - 1) >> PAGE_SHIFT) + 1] = b"\x01" * (
-            ((hi - 1) >> PAGE_SHIFT) - (lo >> PAGE_SHIFT) + 1)
         self.retired[block] = 0
         self.n_retired -= hi - lo
         self.returned += 1
@@ -210,18 +209,22 @@ class TaskColumns:
                 yield self._block(block, name).tobytes()
                 continue
             ready = self.ready_mask(lo, hi)
-            if not ready.any():
-                yield np.full(hi - lo, blank, dtype=data.dtype).tobytes()
+            if not ready.any():  # blank, with the records of a block that came back
+                yield self._block(block, name).tobytes()
                 continue
             values = data[lo:hi].copy()
             values[~ready] = blank
             yield self._block(block, name, values).tobytes()
 
     def restored(self, name: str, upto: int) -> np.ndarray:
-        """A copy of tasks ``[0, upto)`` of a digested column, with the
-        spill file's records of every block that ever retired (a retired
-        block's values are all there)."""
+        """A copy of tasks ``[0, upto)`` of a column; a digested one blank
+        where no page has columns, then with the spill file's records of
+        every block that ever retired (a retired block's values are all
+        there)."""
         out = self.arrays[name][:upto].copy()
+        if name not in DIGESTED:
+            return out
+        out[~self.ready_mask(0, upto)] = self._blank[name]
         for block in self._spilled:
             lo, hi = self.bounds(block)
             out[lo:hi] = self._block(block, name, None if self.retired[block] else out[lo:hi])
