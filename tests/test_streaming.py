@@ -171,6 +171,19 @@ def test_a_block_goes_while_some_of_its_tasks_wait_and_comes_back_when_they_star
     assert result.jobs.equals(stopped.jobs)
 
 
+def _three_jobs():
+    """5,900 tasks of three jobs on 30 servers: blocks retire and come back
+    within the first 40 s (no retirement lag)."""
+    return experiment(cluster={"resources": ["cpu", "mem"],
+                               "servers": [{"count": 30, "capacity": {"cpu": 10, "mem": 10}}]},
+                      workload={"jobs": [
+        {"queue": "A", "tasks": 3000, "demand": {"cpu": 1, "mem": 1}, "duration": 5},
+        {"queue": "B", "tasks": 900, "demand": {"cpu": 3, "mem": 1}, "duration": 7,
+         "submit": 2},
+        {"queue": "A", "tasks": 2000, "demand": {"cpu": 1, "mem": 1}, "duration": 3,
+         "submit": 30}]}, tables=["jobs"])
+
+
 @pytest.mark.parametrize("shift", [0, 3, 9, 11])
 @pytest.mark.parametrize("until", [3, 12, 40])
 def test_the_tasks_holding_columns_are_listed_without_a_mask_of_every_task(
@@ -180,14 +193,7 @@ def test_the_tasks_holding_columns_are_listed_without_a_mask_of_every_task(
     back -- blocks smaller than a page (shift < 9), as large, larger."""
     monkeypatch.setattr(taskstore, "SHIFT", shift)
     monkeypatch.setattr(ledger_module, "RETIRE_LAG", 0)
-    exp = experiment(cluster={"resources": ["cpu", "mem"],
-                              "servers": [{"count": 30, "capacity": {"cpu": 10, "mem": 10}}]},
-                     workload={"jobs": [
-        {"queue": "A", "tasks": 3000, "demand": {"cpu": 1, "mem": 1}, "duration": 5},
-        {"queue": "B", "tasks": 900, "demand": {"cpu": 3, "mem": 1}, "duration": 7,
-         "submit": 2},
-        {"queue": "A", "tasks": 2000, "demand": {"cpu": 1, "mem": 1}, "duration": 3,
-         "submit": 30}]}, tables=["jobs"])
+    exp = _three_jobs()
     sim = exp.simulator(make_policy("drf"), 0, spill_dir=str(tmp_path))
     sim.run(until=until)
     store, filled = sim._ledger._store, sim._ledger.filled
@@ -210,14 +216,7 @@ def test_a_block_of_whole_pages_comes_back_a_page_at_a_time(shift, until, tmp_pa
     what the run keeping everything does."""
     monkeypatch.setattr(taskstore, "SHIFT", shift)
     monkeypatch.setattr(ledger_module, "RETIRE_LAG", 0)
-    exp = experiment(cluster={"resources": ["cpu", "mem"],
-                              "servers": [{"count": 30, "capacity": {"cpu": 10, "mem": 10}}]},
-                     workload={"jobs": [
-        {"queue": "A", "tasks": 3000, "demand": {"cpu": 1, "mem": 1}, "duration": 5},
-        {"queue": "B", "tasks": 900, "demand": {"cpu": 3, "mem": 1}, "duration": 7,
-         "submit": 2},
-        {"queue": "A", "tasks": 2000, "demand": {"cpu": 1, "mem": 1}, "duration": 3,
-         "submit": 30}]}, tables=["jobs"])
+    exp = _three_jobs()
     kept_sim = exp.simulator(make_policy("drf"), 0)
     kept = kept_sim.run(until=until)
     sim = exp.simulator(make_policy("drf"), 0, spill_dir=str(tmp_path))
