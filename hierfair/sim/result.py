@@ -164,8 +164,8 @@ def _jobs(ledger: Ledger, hierarchy: Hierarchy) -> pd.DataFrame:
     cols = job_columns(jobs)
     names = jobs.names() if hasattr(jobs, "names") else [j.name for j in jobs]
     # the columns as arrays (a list of two million ints is ~85 MB more at the
-    # end of a run); with no jobs as empty lists, whose dtype a table with no
-    # rows has always had (object)
+    # end of a run); with no jobs as empty lists, as before, so a table with
+    # no rows keeps the dtypes pandas gives them (object in 2.x, float64 in 3.x)
     some = len(jobs) > 0
     frame = pd.DataFrame({
         "job": np.arange(len(jobs)),

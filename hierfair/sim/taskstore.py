@@ -181,7 +181,7 @@ class TaskColumns:
 
     def held(self, upto: int, chunk: int = 1 << 20) -> Iterator[np.ndarray]:
         """The tasks of ``[0, upto)`` whose columns are in memory (on a page
-        where one started, in a block not given back), in order, about
+        with columns, in a block not given back), in order, about
         ``chunk`` at a time: a mask of every task would be a byte a task (the
         paper-scale week's 276 M at its end)."""
         n_pages = (upto + (1 << PAGE_SHIFT) - 1) >> PAGE_SHIFT
