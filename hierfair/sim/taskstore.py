@@ -230,11 +230,6 @@ class TaskColumns:
             out[lo:hi] = self._block(block, name, None if self.retired[block] else out[lo:hi])
         return out
 
-    def live(self, upto: int) -> np.ndarray:
-        """Which of tasks ``[0, upto)`` are not in a retired block."""
-        blocks = np.frombuffer(self.retired, dtype=np.uint8) == 0
-        return np.repeat(blocks, 1 << self.shift)[:upto]
-
     def _block(self, block: int, name: str, values: np.ndarray | None = None) -> np.ndarray:
         """A block's digested column: ``values`` (a live block's, as its
         memory holds them) or blank (a retired one's), then its records in
