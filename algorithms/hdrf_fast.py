@@ -29,7 +29,10 @@ What a decision of the reference needs, and how it is kept here:
   hold no fitting leaf are remembered until resources are released (free
   space only shrinks in between) or a leaf below changes; once a leaf has
   failed, a subtree whose componentwise-smallest pending demand does not fit
-  is skipped without a visit.
+  is skipped without a visit.  Whether a vector fits somewhere is asked of
+  the free space once: the answer is remembered (a run has few distinct
+  demands), and one that fits nowhere stays so until room is released, so
+  on a full cluster a walk does not scan every server per leaf it tries.
 
 The per-node state lives in two arrays (floats, ints: one column per node)
 that three kernels (:mod:`hierfair.algorithms.hdrf_fast_kernels`, re-exported
@@ -57,20 +60,25 @@ from typing import ClassVar
 import numpy as np
 
 from hierfair.algorithms.hdrf_fast_kernels import (  # noqa: F401 - kernels, layout: re-exported
+    ALL,
     BLOCKED,
     BUF,
     CHECKS,
     DEM,
     DIRTY,
     FAILED,
+    FAILURES,
     FLUSHES,
+    FORGET,
     HASMIN,
     INSET,
     KID_PTR,
     KIDS,
+    KNOWN,
     MARK,
     MARK_STAMP,
     MASK,
+    MEMO,
     META,
     N_DIRTY,
     N_RECOMPUTED,
@@ -126,7 +134,7 @@ class FastHDRF(BasePolicy[NoParams]):
         n = h.n_nodes
         total = state.cluster.total
         self._m = m = len(total)
-        width = max(n + 1, m, FLUSHES + 1)
+        width = max(n + 1, m, KNOWN + 1)
         self._F = F = np.zeros((5 + 3 * m, width))
         F[W, :n] = h.weights
         F[4 + 3 * m, :m] = inverse_totals(total)
@@ -154,6 +162,10 @@ class FastHDRF(BasePolicy[NoParams]):
         self._slot_epoch = [-1] * SLOTS  # the release epoch the stamp belongs to
         self._stamps = 0
         self._counts = {"decisions": 0, "reflagged": 0, "probes": 0}
+        self._memo = np.zeros((MEMO, m))  # fit answers on the free space (walk)
+        self._answers = np.zeros(MEMO, dtype=np.bool_)
+        self._keep = FORGET  # what the next walk keeps of them
+        self._memo_epoch = -1
         self._warm(h.leaves[0])
 
     def _warm(self, leaf: int) -> None:
@@ -170,7 +182,7 @@ class FastHDRF(BasePolicy[NoParams]):
         none.flags.writeable = False
         set_leaf(self._F, self._Z, leaf, tuple(self.state.alloc_row(leaf)), none, False, False, 0)
         set_inset(self._Z, np.zeros(0, np.int64), False)
-        walk(self._F, self._Z, self._free, 0, 0, 0)
+        walk(self._F, self._Z, self._free, 0, 0, 0, self._memo, self._answers, FORGET)
 
     def make_index(self, cluster: Cluster, placement: Placement) -> ServerIndex:
         """The usual index, keeping its free resources as an array too: the
@@ -283,12 +295,18 @@ class FastHDRF(BasePolicy[NoParams]):
         """The first leaf, in the walk's (score, pre-order) order, whose support
         is allowed and whose next task fits."""
         slot, stamp = self._slot(allowed)
-        leaf = walk(self._F, self._Z, self._free, allowed, slot, stamp)
+        leaf = walk(self._F, self._Z, self._free, allowed, slot, stamp, self._memo,
+                    self._answers, self._keep)
+        self._keep = ALL  # the free space changes only after select returns
         return None if leaf < 0 else leaf
 
     def select(self) -> int | None:
         self._stage()
         self._epoch = self.state.release_epoch  # room was released: blocked stamps renew
+        # Fit answers from earlier selects: what fits nowhere stays so until
+        # room is released (as blocked subtrees); what fits may not.
+        self._keep = FAILURES if self._epoch == self._memo_epoch else FORGET
+        self._memo_epoch = self._epoch
         # Algorithm 2: W is what was released; else, every free resource.
         released = self._released
         leaf = self._serve(support(released, self._floor) if any(released) else 0)

@@ -45,7 +45,7 @@ S, Q, SCORE, W, U0 = 0, 1, 2, 3, 4
 BLOCKED = 14
 SLOTS = 8  # distinct A remembered at once (usually one or two)
 # META columns
-N_DIRTY, MARK_STAMP, N_RECOMPUTED, N_RES, WALKS, CHECKS, FLUSHES = range(7)
+N_DIRTY, MARK_STAMP, N_RECOMPUTED, N_RES, WALKS, CHECKS, FLUSHES, KNOWN = range(8)
 SCORE_SCALE = 1e12  # hierfair.sim.treewalk.SCORE_DECIMALS
 
 
@@ -207,9 +207,47 @@ def fits(free: np.ndarray, F: np.ndarray, first: int, v: int, m: int) -> bool:
     return False
 
 
+MEMO = 16  # fit answers remembered (a run has few distinct demands)
+# What a walk keeps of the answers remembered before it (``keep``): the free
+# space grew since (none), it only shrank (the vectors that fit nowhere), it
+# is unchanged (all).
+FORGET, FAILURES, ALL = 0, 1, 2
+
+
+@jit
+def fits_known(free: np.ndarray, F: np.ndarray, first: int, v: int, m: int,
+               memo: np.ndarray, answers: np.ndarray, known: int) -> tuple[bool, int]:
+    """:func:`fits`, answered from earlier answers on the same free space
+    when one decides it: a vector no smaller (componentwise) than one that
+    fits nowhere fits nowhere, and one no larger than one that fits somewhere
+    fits (the tolerance test is monotone).  A full cluster otherwise scans
+    every server for each leaf and subtree a walk tries.  Returns the answer
+    and how many answers are now remembered."""
+    for k in range(known):
+        if answers[k]:
+            for j in range(m):
+                if F[first + j, v] > memo[k, j]:
+                    break
+            else:
+                return True, known
+        else:
+            for j in range(m):
+                if F[first + j, v] < memo[k, j]:
+                    break
+            else:
+                return False, known
+    ok = fits(free, F, first, v, m)
+    if known < MEMO:
+        for j in range(m):
+            memo[known, j] = F[first + j, v]
+        answers[known] = ok
+        known += 1
+    return ok, known
+
+
 @jit
 def walk(F: np.ndarray, Z: np.ndarray, free: np.ndarray, allowed: int, slot: int,
-         stamp: int) -> int:
+         stamp: int, memo: np.ndarray, answers: np.ndarray, keep: int) -> int:
     """Flush, then the first leaf whose task fits, depth first from the root into the
     least (score, position) child with a leaf of ``A`` (``allowed`` supports)
     below that is not blocked (its ``BLOCKED + slot`` entry is not
@@ -218,7 +256,9 @@ def walk(F: np.ndarray, Z: np.ndarray, free: np.ndarray, allowed: int, slot: int
     visits the same nodes in the same order; what it learns here only prunes:
     once a leaf has failed, the root and every child entered after a sibling
     ranked before it failed have their smallest pending demand tried first,
-    and are blocked if it does not fit."""
+    and are blocked if it does not fit.  Fit answers are remembered in
+    ``memo``/``answers`` (``Z[META, KNOWN]`` of them) across walks, as far as
+    ``keep`` says the free space allows."""
     flush(F, Z)
     m = Z[META, N_RES]
     low, need = U0 + m, U0 + 2 * m
@@ -227,16 +267,28 @@ def walk(F: np.ndarray, Z: np.ndarray, free: np.ndarray, allowed: int, slot: int
     Z[META, WALKS] = walk_id
     Z[OK, 0] = walk_id  # no doubt about the root until a leaf fails
     failures = 0
+    known = 0
+    if keep == ALL:
+        known = Z[META, KNOWN]
+    elif keep == FAILURES:
+        for k in range(Z[META, KNOWN]):
+            if not answers[k]:
+                memo[known] = memo[k]
+                answers[known] = False
+                known += 1
     v = 0
     while True:
         if Z[row, v] == stamp:
             if v == 0:
+                Z[META, KNOWN] = known
                 return -1
             v = Z[PARENT, v]
             continue
         lo, hi = Z[KID_PTR, v], Z[KID_PTR, v + 1]
         if lo == hi:
-            if fits(free, F, need, v, m):
+            ok, known = fits_known(free, F, need, v, m, memo, answers, known)
+            if ok:
+                Z[META, KNOWN] = known
                 return v
             Z[row, v] = stamp
             Z[FAILED, v] = walk_id
@@ -246,7 +298,10 @@ def walk(F: np.ndarray, Z: np.ndarray, free: np.ndarray, allowed: int, slot: int
             continue
         if Z[OK, v] != walk_id:
             Z[META, CHECKS] += 1
-            if Z[HASMIN, v] and fits(free, F, low, v, m):
+            ok = False
+            if Z[HASMIN, v]:
+                ok, known = fits_known(free, F, low, v, m, memo, answers, known)
+            if ok:
                 Z[OK, v] = walk_id
             else:
                 Z[row, v] = stamp

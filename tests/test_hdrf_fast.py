@@ -22,11 +22,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import hierfair.algorithms.hdrf_fast_kernels as hf
 from hierfair.algorithms import make_policy
 from hierfair.experiment.allocate import allocate
 from hierfair.experiment.spec import load_spec
 from hierfair.sim import Faults, Interruptions, Simulator, jit
 from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
+from hierfair.sim.placement import TOLERANCE
 
 from .conftest import EXPERIMENTS
 from .test_hdrf_properties import trees
@@ -152,6 +154,35 @@ def test_the_papers_examples(spec, churn, expected):
     a = allocate(load_spec(EXPERIMENTS / spec), "hdrf-fast", churn=churn)
     assert {p: a.node(p)["tasks"] for p in expected} == expected
 
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(data=st.data(), m=st.integers(1, 4), n_servers=st.integers(1, 6))
+def test_remembered_fit_answers_are_the_scans_answers(data, m, n_servers):
+    # The walk answers "does this vector fit somewhere" from earlier answers on
+    # the same free space when one dominates it; more queries than it keeps.
+    # Vectors on a grid of small values so that dominance and ties happen.
+    grid = st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0])
+    free = np.array(data.draw(st.lists(st.lists(grid, min_size=m, max_size=m),
+                                       min_size=n_servers, max_size=n_servers)))
+    queries = data.draw(st.lists(st.lists(grid, min_size=m, max_size=m), min_size=1,
+                                 max_size=3 * hf.MEMO))
+    memo, answers, known = np.zeros((hf.MEMO, m)), np.zeros(hf.MEMO, np.bool_), 0
+    F = np.zeros((hf.U0 + m, 1))
+
+    def truth(q):
+        return any(all(f >= x - TOLERANCE for f, x in zip(row, q)) for row in free)
+
+    scanned = []  # the queries no earlier answer decides: a scan each, remembered
+    for q in queries:
+        F[hf.U0:, 0] = q
+        ok, known = hf.fits_known(free, F, hf.U0, 0, m, memo, answers, known)
+        assert ok == truth(q) == hf.fits(free, F, hf.U0, 0, m)
+        if not any(all(x <= y for x, y in zip(q, r)) if truth(r) else
+                   all(x >= y for x, y in zip(q, r)) for r in scanned[:hf.MEMO]):
+            scanned.append(q)
+    assert known == min(hf.MEMO, len(scanned))
+    assert [bool(a) for a in answers[:known]] == [truth(r) for r in scanned[:known]]
+    assert memo[:known].tolist() == scanned[:known]
 
 
 def test_the_kernels_are_compiled_here():
