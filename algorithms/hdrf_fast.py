@@ -164,8 +164,8 @@ class FastHDRF(BasePolicy[NoParams]):
         self._counts = {"decisions": 0, "reflagged": 0, "probes": 0}
         self._memo = np.zeros((MEMO, m))  # fit answers on the free space (walk)
         self._answers = np.zeros(MEMO, dtype=np.bool_)
-        self._keep = FORGET  # what the next walk keeps of them
-        self._memo_epoch = -1
+        self._keep: int | None = FORGET  # what the next walk keeps of them (None: decide)
+        self._memo_epoch = -1  # the release epoch of the last walk's answers
         self._warm(h.leaves[0])
 
     def _warm(self, leaf: int) -> None:
@@ -295,18 +295,21 @@ class FastHDRF(BasePolicy[NoParams]):
         """The first leaf, in the walk's (score, pre-order) order, whose support
         is allowed and whose next task fits."""
         slot, stamp = self._slot(allowed)
+        keep = self._keep
+        if keep is None:  # the select's first walk: what fit nowhere at the last
+            # walk still does if no room was released since (the free space
+            # only shrank); what fitted may not
+            keep = FAILURES if self._epoch == self._memo_epoch else FORGET
         leaf = walk(self._F, self._Z, self._free, allowed, slot, stamp, self._memo,
-                    self._answers, self._keep)
+                    self._answers, keep)
         self._keep = ALL  # the free space changes only after select returns
+        self._memo_epoch = self._epoch
         return None if leaf < 0 else leaf
 
     def select(self) -> int | None:
         self._stage()
         self._epoch = self.state.release_epoch  # room was released: blocked stamps renew
-        # Fit answers from earlier selects: what fits nowhere stays so until
-        # room is released (as blocked subtrees); what fits may not.
-        self._keep = FAILURES if self._epoch == self._memo_epoch else FORGET
-        self._memo_epoch = self._epoch
+        self._keep = None  # fit answers: the first walk decides what it keeps
         # Algorithm 2: W is what was released; else, every free resource.
         released = self._released
         leaf = self._serve(support(released, self._floor) if any(released) else 0)

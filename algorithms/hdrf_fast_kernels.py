@@ -217,10 +217,12 @@ FORGET, FAILURES, ALL = 0, 1, 2
 @jit
 def fits_known(free: np.ndarray, F: np.ndarray, first: int, v: int, m: int,
                memo: np.ndarray, answers: np.ndarray, known: int) -> tuple[bool, int]:
-    """:func:`fits`, answered from earlier answers on the same free space
-    when one decides it: a vector no smaller (componentwise) than one that
-    fits nowhere fits nowhere, and one no larger than one that fits somewhere
-    fits (the tolerance test is monotone).  A full cluster otherwise scans
+    """:func:`fits`, answered from earlier answers when one decides it (an
+    answer that fits, given on this very free space; one that fits nowhere,
+    on this one or on one it has only shrunk from): a vector no smaller
+    (componentwise) than one that fits nowhere fits nowhere, and one no
+    larger than one that fits somewhere fits (the tolerance test is
+    monotone).  A full cluster otherwise scans
     every server for each leaf and subtree a walk tries.  Returns the answer
     and how many answers are now remembered."""
     for k in range(known):

@@ -155,6 +155,27 @@ def test_the_papers_examples(spec, churn, expected):
     assert {p: a.node(p)["tasks"] for p in expected} == expected
 
 
+def test_a_fit_answer_is_forgotten_after_a_release_no_walk_saw():
+    # Found by review (helper-36): a select after a release runs no walk (no
+    # pending leaf can use what is free), then a job arrives; the answer
+    # "(2, 0, 0) fits nowhere" from before the release must not block it.
+    # One server (c, d, g) = (5, 1, 1); L's task fits at t = 11, when A's
+    # task has freed 4 c; remembered wrongly, it waited for t = 100.
+    cluster = Cluster(("c", "d", "g"), np.array([[5.0, 1.0, 1.0]]))
+    h = Hierarchy.from_edges([(x, 1.0) for x in "aetpqul"])
+    leaf = {x: i + 1 for i, x in enumerate("aetpqul")}
+    jobs = [("a", 0, [4, 0, 0], 10), ("e", 0, [0, 0, 1], 100), ("t", 0, [0, 1, 0], 2),
+            ("p", 1, [2, 1, 0], 5), ("q", 1, [2, 0, 1], 5), ("u", 3, [0, 1, 0], 100),
+            ("l", 11, [2, 0, 0], 5)]
+    workload = Workload(tuple(Job(id=i, leaf=leaf[x], submit=float(t), demand=np.array(d, float),
+                                  durations=np.array([float(dur)]))
+                              for i, (x, t, d, dur) in enumerate(jobs)))
+    instance = (cluster, h, workload, None, None, "first-fit")
+    assert_same_schedule(instance)
+    (_, attempts), _ = schedule(instance, "hdrf-fast")
+    assert [start for task, _, start in attempts if task == 6] == [11.0]
+
+
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(data=st.data(), m=st.integers(1, 4), n_servers=st.integers(1, 6))
 def test_remembered_fit_answers_are_the_scans_answers(data, m, n_servers):
