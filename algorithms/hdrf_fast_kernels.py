@@ -222,9 +222,9 @@ def fits_known(free: np.ndarray, F: np.ndarray, first: int, v: int, m: int,
     on this one or on one it has only shrunk from): a vector no smaller
     (componentwise) than one that fits nowhere fits nowhere, and one no
     larger than one that fits somewhere fits (the tolerance test is
-    monotone).  A full cluster otherwise scans
-    every server for each leaf and subtree a walk tries.  Returns the answer
-    and how many answers are now remembered."""
+    monotone).  A full cluster otherwise scans every server for each leaf
+    and subtree a walk tries.  Returns the answer and how many answers are
+    now remembered."""
     for k in range(known):
         if answers[k]:
             for j in range(m):
