@@ -45,6 +45,17 @@ def _pair(exp, algo, seed, tmp_path):
     return a, b, lean
 
 
+def _same_report(kept, streamed, what: str = "") -> None:
+    """The streamed run reports what the run keeping everything does: the
+    same schedule, summary (wall clock aside) and jobs table."""
+    assert streamed.schedule_digest == kept.schedule_digest, what
+    sa, sb = summarize(kept), summarize(streamed)
+    for key, value in sa.items():
+        if key not in WALL_CLOCK_COLUMNS:
+            assert sb[key] == value or (math.isnan(value) and math.isnan(sb[key])), (what, key)
+    assert streamed.jobs.equals(kept.jobs), what
+
+
 @pytest.mark.parametrize("shift, lag", [(0, 16), (3, 16), (3, 0)])
 @pytest.mark.parametrize("name", SPECS)
 def test_a_streamed_run_reports_what_the_same_run_keeping_everything_does(
@@ -57,17 +68,9 @@ def test_a_streamed_run_reports_what_the_same_run_keeping_everything_does(
     exp = _lean(name)
     for algo in exp.spec.algorithms:
         a, b, lean = _pair(exp, algo, 0, tmp_path)
-        assert b.schedule_digest == a.schedule_digest, algo.name
-        assert b.makespan == a.makespan
-        sa, sb = summarize(a), summarize(b)
-        for key, value in sa.items():
-            if key in WALL_CLOCK_COLUMNS:
-                continue
-            if isinstance(value, float) and math.isnan(value):
-                assert math.isnan(sb[key]), key
-            else:
-                assert sb[key] == value, (algo.name, key)
-        assert b.jobs.equals(a.jobs) and b.preemptions.equals(a.preemptions)
+        _same_report(a, b, algo.name)
+        assert b.makespan == a.makespan and b.preemptions.equals(a.preemptions)
+        sa = summarize(a)
         finished = sa["tasks"] - sa["tasks_unfinished"]
         # a block of one task goes as it finishes
         assert lean._ledger.retired == finished if shift == 0 else lean._ledger.retired <= finished
@@ -162,13 +165,7 @@ def test_a_block_goes_while_some_of_its_tasks_wait_and_comes_back_when_they_star
         sim.view.task_info(int(np.flatnonzero(retired)[0]))
     again = exp.simulator(make_policy("drf"), 0, spill_dir=str(tmp_path)).run()
     assert again.schedule_digest == kept.schedule_digest
-    stopped = exp.simulator(make_policy("drf"), 0).run(until=40)
-    assert result.schedule_digest == stopped.schedule_digest
-    sa, sb = summarize(stopped), summarize(result)
-    for key, value in sa.items():
-        if key not in WALL_CLOCK_COLUMNS:
-            assert sb[key] == value or (math.isnan(value) and math.isnan(sb[key])), key
-    assert result.jobs.equals(stopped.jobs)
+    _same_report(exp.simulator(make_policy("drf"), 0).run(until=40), result)
 
 
 def _three_jobs():
@@ -229,12 +226,7 @@ def test_a_block_of_whole_pages_comes_back_a_page_at_a_time(shift, until, tmp_pa
         back = [b for b in store._spilled if not store.retired[b]]
         assert back and any(
             store.ready[b * per_block:(b + 1) * per_block].count(0) for b in back)
-    assert streamed.schedule_digest == kept.schedule_digest
-    sa, sb = summarize(kept), summarize(streamed)
-    for key, value in sa.items():
-        if key not in WALL_CLOCK_COLUMNS:
-            assert sb[key] == value or (math.isnan(value) and math.isnan(sb[key])), key
-    assert streamed.jobs.equals(kept.jobs)
+    _same_report(kept, streamed)
     for name in taskstore.DIGESTED:
         assert np.array_equal(sim._ledger.column(name), kept_sim._ledger.column(name),
                               equal_nan=name in ("start", "finish")), name
