@@ -38,15 +38,19 @@ audit-production: $(STAMP)
 
 # The reproductions too long for make reproduce's 30 minutes (experiments/long/:
 # H-DRF §5.3.2 for a simulated week, on the paper's cluster at 1:20, about 5 hours
-# of run time, and at its full 1,200 servers, about 50 CPU-hours); results beside
-# the others in reports/, which the report then includes.  LONG= picks specs
-# (LONG=experiments/long/hdrf-fig13-7days.yaml: the 1:20 week alone).
-# SCHEDULER=tcp://host:8786 runs them on a Dask cluster (docs/dask.md: same
-# checkout and a shared reports/ on every worker).
+# of run time, and at its full 1,200 servers, about 30 CPU-hours, estimated);
+# results beside the others in reports/, which the report then includes.  LONG=
+# picks specs (LONG=experiments/long/hdrf-fig13-7days.yaml: the 1:20 week
+# alone); ONLY= runs a slice, one grid value at a time over several sittings
+# (ONLY=workload.arrivals.offered_load=0.5; the claims at other loads are n/a
+# until their slice runs).  SCHEDULER=tcp://host:8786 runs them on a Dask
+# cluster (docs/dask.md: same checkout and a shared reports/ on every worker).
 SCHEDULER ?=
 LONG ?= experiments/long/*.yaml
+ONLY ?=
 reproduce-long: $(STAMP)
-	$(BIN)/hierfair run $(LONG) --out reports $(if $(SCHEDULER),--scheduler $(SCHEDULER))
+	$(BIN)/hierfair run $(LONG) --out reports $(if $(SCHEDULER),--scheduler $(SCHEDULER)) \
+		$(if $(ONLY),--only $(ONLY))
 	$(BIN)/hierfair report reports --catalogue docs/reproductions.md
 
 # On every core (pytest-xdist): one process was 9 min 51 s of the 10-minute

@@ -163,6 +163,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="these seeds instead of the spec's (0-4 or 0,2,7)")
     runs.add_argument("--set", metavar="PATH=VALUE", action="append", default=None,
                       help="set one field of the spec (workload.jobs=200; repeatable)")
+    runs.add_argument("--only", metavar="PATH=VALUE", action="append", default=None,
+                      help="run only the grid points with this grid value (a slice of a "
+                      "long sweep; repeatable): runs of other points keep earlier "
+                      "results, and claims that need missing runs are n/a")
 
     v = sub.add_parser("validate", parents=[data_dir, runs],
                        help="check specs exactly as run would; exit 2 naming the problem")

@@ -25,11 +25,13 @@ def _plans(args: argparse.Namespace) -> list:
     from hierfair.experiment import overrides as cli_overrides
     from hierfair.experiment.limits import MAX_RUNS
     from hierfair.experiment.plan import plan
+    from hierfair.experiment.slices import check_only, parse_only
     from hierfair.experiment.spec import read_yaml
 
     if args.max_runs is not None and args.max_runs < 1:
         raise SpecError("must be at least 1", where="--max-runs", value=args.max_runs)
     changes = cli_overrides.parse(args.algorithms, args.seeds, args.set)
+    only = parse_only(args.only)
     plans, problems = [], []
     for path in args.specs:
         try:  # every spec is checked: all their problems are reported at once
@@ -39,6 +41,7 @@ def _plans(args: argparse.Namespace) -> list:
             planned = plan(data, source=path, data_dir=args.data_dir,
                            max_memory=args.max_memory, max_runs=args.max_runs or MAX_RUNS,
                            progress=_Checking(path), overrides=changes.record())
+            check_only(only, planned.experiment.spec.grid)
         except SpecError as exc:
             problems.append(exc.with_file(path))
             continue
@@ -110,6 +113,7 @@ def _run(args: argparse.Namespace) -> int:
     from hierfair.experiment.cache import describe_plan
     from hierfair.experiment.runs_table import ENDED
     from hierfair.experiment.progress import Progress
+    from hierfair.experiment.slices import parse_only
     from hierfair.experiment.sweep import sweep
 
     if args.jobs is not None and not 0 <= args.jobs <= MAX_JOBS:
@@ -123,6 +127,7 @@ def _run(args: argparse.Namespace) -> int:
                         "progress inside a run)", where="--progress-every",
                         value=args.progress_every)
     out = Path(args.out)
+    only = parse_only(args.only)
     specs = _plans(args)
     first: dict[str, str] = {}
     for path, _data, planned in specs:  # one results folder per name under --out
@@ -141,7 +146,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         for _path, _data, planned in specs:
             print(f"{planned.experiment.spec.name}: {len(planned.runs)} runs")
-            for line in describe_plan(planned.runs, out / planned.experiment.spec.name):
+            for line in describe_plan(planned.runs, out / planned.experiment.spec.name, only):
                 print(f"  {line}")
         return 0
     failures, every = [], []
@@ -154,9 +159,14 @@ def _run(args: argparse.Namespace) -> int:
                           timeout=args.timeout, progress=progress, planned=planned,
                           run_progress=args.progress_every * 60 or None,
                           replace=args.replace, max_runs=args.max_runs,
-                          fail_fast=args.exitfirst, debug=args.pdb)
+                          fail_fast=args.exitfirst, debug=args.pdb, only=only)
         finally:
             progress.close()
+        if len(frame) < len(planned.runs):
+            print(f"hierfair: {base.spec.name}: {len(planned.runs) - len(frame)} of "
+                  f"{len(planned.runs)} runs not run ({' '.join(o.record() for o in only)}: "
+                  "other grid points); the claims that need them are n/a until they run",
+                  file=sys.stderr)
         bad = frame[~frame["status"].isin(ENDED)]
         failures += [f"{base.spec.name}/{r.run}: {r.status}: {r.error}" for r in bad.itertuples()]
         for r in frame[frame["status"] == "loop"].itertuples():  # a finding, not a failure

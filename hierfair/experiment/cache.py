@@ -22,6 +22,7 @@ from hierfair.experiment.detail import PARAM
 from hierfair.experiment.manifest import SUMMARY, file_digest
 from hierfair.experiment.plan import PlannedRun
 from hierfair.experiment.runs_table import ENDED
+from hierfair.experiment.slices import Only, selects
 
 
 @lru_cache(maxsize=1)
@@ -101,10 +102,12 @@ def cached_row(run: PlannedRun, folder: Path) -> dict[str, Any] | None:
     return row
 
 
-def describe_plan(runs: Sequence[PlannedRun], folder: Path) -> list[str]:
+def describe_plan(runs: Sequence[PlannedRun], folder: Path,
+                  only: Sequence[Only] = ()) -> list[str]:
     lines = []
     for run in runs:
-        state = "cached" if cached_row(run, folder) else "to run"
+        state = "cached" if cached_row(run, folder) else \
+            "to run" if selects(only, run.grid) else "not in --only"
         grid = " ".join(f"{k}={v}" for k, v in run.grid.items())
         lines.append(f"{run.run_id}  {run.label}  seed={run.base_seed} run_seed={run.seed}"
                      f"{'  ' + grid if grid else ''}  [{state}]")

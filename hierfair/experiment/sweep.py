@@ -85,6 +85,7 @@ from hierfair.experiment.runs_table import (
     _drop_assembled,
     _write_runs,
 )
+from hierfair.experiment.slices import Only, selects
 from hierfair.experiment.spec import SeedRange
 from hierfair.experiment.workers import _backend
 
@@ -117,7 +118,8 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
           progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
           max_memory: float | None = None, planned: Plan | None = None,
           replace: bool = False, max_runs: int | None = None, fail_fast: bool = False,
-          debug: bool = False, run_progress: float | None = None) -> pd.DataFrame:
+          debug: bool = False, run_progress: float | None = None,
+          only: Sequence[Only] = ()) -> pd.DataFrame:
     """Run (or reuse) every run of the spec; return runs.parquet's frame.
 
     ``planned`` is the spec's :func:`plan` when the caller already made it.
@@ -127,7 +129,9 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
     ``jobs=0`` runs in this process, without workers; ``fail_fast`` stops at
     the first failed run (:class:`RunFailed`); ``debug`` raises a run's bug
     itself (for a debugger), in this process; ``run_progress``: seconds
-    between progress lines inside each run (None: none)."""
+    between progress lines inside each run (None: none); ``only``: a slice
+    (:mod:`~hierfair.experiment.slices`), the runs of other grid points
+    reused when they have results and else left out."""
     planned = planned or plan(data, source, data_dir, max_memory, max_runs=max_runs)
     base = planned.experiment
     folder = Path(out) / base.spec.name
@@ -142,7 +146,8 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
     while True:
         frame = _run_plan(planned.runs, manifest, source, data_dir, 0 if debug else jobs,
                           backend, scheduler, force, timeout, progress,
-                          base.spec.interleave, fail_fast or debug, debug, run_progress)
+                          base.spec.interleave, fail_fast or debug, debug, run_progress,
+                          only)
         _drop_assembled(manifest)
         try:
             verdicts = evaluate(base, frame, detail_table(folder, "allocations", frame)
@@ -168,9 +173,11 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
               force: bool, timeout: float | None,
               progress: Callable[[int, int, dict[str, Any] | None], None] | None,
               interleave: bool = False, fail_fast: bool = False,
-              debug: bool = False, run_progress: float | None = None) -> pd.DataFrame:
+              debug: bool = False, run_progress: float | None = None,
+              only: Sequence[Only] = ()) -> pd.DataFrame:
     """Every run of one plan, reused from the cache or executed; runs.parquet.
-    ``interleave``: the runs of one seed and grid point go to one worker.
+    ``interleave``: the runs of one seed and grid point go to one worker;
+    ``only``: a slice, outside which runs without results are left out.
 
     At every moment runs.parquet lists only runs whose tables are complete:
     before any run is (re)written it is rewritten with the reused rows alone
@@ -183,7 +190,8 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
     for run in runs:
         row = None if force else cached_row(run, folder)
         if row is None:
-            todo.append(run)
+            if selects(only, run.grid):
+                todo.append(run)
         else:  # its place in this plan (an adaptive sweep's later plans insert seeds),
             # and what this command changed (the row is this command's)
             rows[run.run_id] = {**row, "run_index": run.index, "overrides": run.overrides}
