@@ -55,6 +55,9 @@ def test_slices_add_up_to_the_whole_sweep(spec, tmp_path, capsys):
     runs = pd.read_parquet(out / "sliced" / "runs.parquet")
     assert sorted(zip(runs["label"], runs[GRID])) == [("drf", 10), ("fifo", 10)]
     assert _verdicts(out / "sliced") == {"c10": "holds", "c30": "n/a"}
+    c30 = json.loads((out / "sliced" / "claims.json").read_text())[1]
+    assert c30["reason"] == (f"no run of drf at {GRID}=30 yet (`hierfair run --only` ran "
+                             "other grid points)")
 
     assert main(["run", spec, "--out", str(out), "--dry-run", "--only", f"{GRID}=30"]) == 0
     listed = capsys.readouterr().out
