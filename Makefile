@@ -43,14 +43,15 @@ audit-production: $(STAMP)
 # picks specs (LONG=experiments/long/hdrf-fig13-7days.yaml: the 1:20 week
 # alone); ONLY= runs a slice, one grid value at a time over several sittings
 # (ONLY=workload.arrivals.offered_load=0.5; the claims at other loads are n/a
-# until their slice runs).  SCHEDULER=tcp://host:8786 runs them on a Dask
+# until their slice runs; several PATH=VALUE separated by spaces, none with a
+# space in it).  SCHEDULER=tcp://host:8786 runs them on a Dask
 # cluster (docs/dask.md: same checkout and a shared reports/ on every worker).
 SCHEDULER ?=
 LONG ?= experiments/long/*.yaml
 ONLY ?=
 reproduce-long: $(STAMP)
 	$(BIN)/hierfair run $(LONG) --out reports $(if $(SCHEDULER),--scheduler $(SCHEDULER)) \
-		$(if $(ONLY),--only $(ONLY))
+		$(foreach o,$(ONLY),--only '$(o)')
 	$(BIN)/hierfair report reports --catalogue docs/reproductions.md
 
 # On every core (pytest-xdist): one process was 9 min 51 s of the 10-minute

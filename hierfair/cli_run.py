@@ -26,7 +26,7 @@ def _plans(args: argparse.Namespace) -> list:
     from hierfair.experiment.limits import MAX_RUNS
     from hierfair.experiment.plan import plan
     from hierfair.experiment.slices import check_only, parse_only
-    from hierfair.experiment.spec import read_yaml
+    from hierfair.experiment.spec import SeedRange, read_yaml
 
     if args.max_runs is not None and args.max_runs < 1:
         raise SpecError("must be at least 1", where="--max-runs", value=args.max_runs)
@@ -41,7 +41,9 @@ def _plans(args: argparse.Namespace) -> list:
             planned = plan(data, source=path, data_dir=args.data_dir,
                            max_memory=args.max_memory, max_runs=args.max_runs or MAX_RUNS,
                            progress=_Checking(path), overrides=changes.record())
-            check_only(only, planned.experiment.spec.grid)
+            spec = planned.experiment.spec
+            check_only(only, spec.model_dump(mode="json")["grid"],
+                       adaptive=isinstance(spec.seeds, SeedRange))
         except SpecError as exc:
             problems.append(exc.with_file(path))
             continue
@@ -113,7 +115,7 @@ def _run(args: argparse.Namespace) -> int:
     from hierfair.experiment.cache import describe_plan
     from hierfair.experiment.runs_table import ENDED
     from hierfair.experiment.progress import Progress
-    from hierfair.experiment.slices import parse_only
+    from hierfair.experiment.slices import describe, parse_only
     from hierfair.experiment.sweep import sweep
 
     if args.jobs is not None and not 0 <= args.jobs <= MAX_JOBS:
@@ -164,9 +166,8 @@ def _run(args: argparse.Namespace) -> int:
             progress.close()
         if len(frame) < len(planned.runs):
             print(f"hierfair: {base.spec.name}: {len(planned.runs) - len(frame)} of "
-                  f"{len(planned.runs)} runs not run ({' '.join(o.record() for o in only)}: "
-                  "other grid points); the claims that need them are n/a until they run",
-                  file=sys.stderr)
+                  f"{len(planned.runs)} runs not run ({describe(only)}: other grid points); "
+                  "the claims that need them are n/a until they run", file=sys.stderr)
         bad = frame[~frame["status"].isin(ENDED)]
         failures += [f"{base.spec.name}/{r.run}: {r.status}: {r.error}" for r in bad.itertuples()]
         for r in frame[frame["status"] == "loop"].itertuples():  # a finding, not a failure

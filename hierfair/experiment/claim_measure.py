@@ -170,16 +170,8 @@ class _Measurer:
         else:
             values = self._over_run(check, label, where)
         if values.empty:
-            return Measured(float("nan"), self._nothing(check, label, where))
+            return Measured(float("nan"), f"no ok run of {label} to measure")
         return _measured(values)
-
-    def _nothing(self, check: CheckSpec, label: str, where: str) -> str:
-        """Why a check has no value: no run at its grid point at all (a
-        slice, ``--only``, ran others), or runs with nothing to measure."""
-        if check.where and self._rows(check, label, where, self.all_runs).empty:
-            at = ", ".join(f"{k}={v}" for k, v in check.where.items())
-            return f"no run of {label} at {at} yet (`hierfair run --only` ran other grid points)"
-        return f"no ok run of {label} to measure"
 
     def _failed(self, check: CheckSpec, label: str, where: str) -> str:
         """Why runs this check needs did not finish ("" when they all did)."""

@@ -85,7 +85,7 @@ from hierfair.experiment.runs_table import (
     _drop_assembled,
     _write_runs,
 )
-from hierfair.experiment.slices import Only, selects
+from hierfair.experiment.slices import NOT_RUN, Only, describe, selects
 from hierfair.experiment.spec import SeedRange
 from hierfair.experiment.workers import _backend
 
@@ -131,7 +131,8 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
     itself (for a debugger), in this process; ``run_progress``: seconds
     between progress lines inside each run (None: none); ``only``: a slice
     (:mod:`~hierfair.experiment.slices`), the runs of other grid points
-    reused when they have results and else left out."""
+    reused when they have results and else left out (and their claims n/a);
+    ``force`` then reruns the slice's runs only."""
     planned = planned or plan(data, source, data_dir, max_memory, max_runs=max_runs)
     base = planned.experiment
     folder = Path(out) / base.spec.name
@@ -150,7 +151,8 @@ def sweep(data: Mapping[str, Any], out: str | Path, *, source: str = "",
                           only)
         _drop_assembled(manifest)
         try:
-            verdicts = evaluate(base, frame, detail_table(folder, "allocations", frame)
+            verdicts = evaluate(base, _with_left_out(frame, planned.runs, only),
+                                detail_table(folder, "allocations", frame)
                                 if needs_runs else None, folder)
         except SpecError as exc:  # the runs are saved; only the claim is wrong
             raise exc.with_file(source) if source else exc from None
@@ -188,9 +190,10 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
     rows: dict[str, dict[str, Any]] = {}
     todo = []
     for run in runs:
-        row = None if force else cached_row(run, folder)
+        mine = selects(only, run.grid)
+        row = None if force and mine else cached_row(run, folder)
         if row is None:
-            if selects(only, run.grid):
+            if mine:
                 todo.append(run)
         else:  # its place in this plan (an adaptive sweep's later plans insert seeds),
             # and what this command changed (the row is this command's)
@@ -227,6 +230,18 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
                     _write_runs(rows, manifest)
         remove_stale_temporaries(folder)  # a worker killed mid-write (its run ran again)
     return _write_runs(rows, manifest)
+
+
+def _with_left_out(frame: pd.DataFrame, runs: Sequence[PlannedRun],
+                   only: Sequence[Only]) -> pd.DataFrame:
+    """runs.parquet's rows and, for the claims alone, a row of status
+    ``not run`` for each planned run a slice left out: a claim that needs one
+    is n/a, never decided on the runs that happen to exist."""
+    have = set(frame["run"]) if len(frame) else set()
+    why = f"not run yet ({describe(only)} ran other grid points)"
+    out = [{"status": NOT_RUN, "error": why, "traceback": "", "warnings": "", **_identity(run)}
+           for run in runs if run.run_id not in have]
+    return pd.concat([frame, pd.DataFrame(out)], ignore_index=True) if out else frame
 
 
 def _groups(todo: Sequence[PlannedRun], interleave: bool) -> list[list[PlannedRun]]:

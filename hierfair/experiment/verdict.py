@@ -7,7 +7,7 @@ A *check* ends in one outcome:
 * ``inconclusive`` -- its interval crosses the region's edge (more seeds may decide);
 * ``untestable`` -- the comparison it makes cannot be made here: every
   compared scheduler gave the identical schedule on every paired run;
-* ``n/a`` -- runs it needs failed or timed out.
+* ``n/a`` -- runs it needs failed, timed out, or were not run (a slice, ``--only``).
 
 A *claim* is ``untestable`` when its spec names a model gap (``untestable:
 why``: a mechanism the paper used is missing here), ``n/a`` when a check
