@@ -53,6 +53,7 @@ def test_slices_add_up_to_the_whole_sweep(spec, tmp_path, capsys):
     assert main(["run", spec, "--out", str(out), "-j", "1", "--only", f"{GRID}=10"]) == 0
     err = capsys.readouterr().err
     assert "sliced: 2 of 4 runs not run (--only workload.jobs[0].tasks=10" in err
+    assert "[2/2] sliced: " in err and "/4]" not in err  # progress counts the slice's runs
     runs = pd.read_parquet(out / "sliced" / "runs.parquet")
     assert sorted(zip(runs["label"], runs[GRID])) == [("drf", 10), ("fifo", 10)]
     assert _verdicts(out / "sliced") == {"c10": "holds", "c30": "n/a"}

@@ -198,9 +198,9 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
         else:  # its place in this plan (an adaptive sweep's later plans insert seeds),
             # and what this command changed (the row is this command's)
             rows[run.run_id] = {**row, "run_index": run.index, "overrides": run.overrides}
-    done = len(rows)
+    done, total = len(rows), len(rows) + len(todo)  # a slice: its own runs and the cached
     if progress:
-        progress(done, len(runs), None)
+        progress(done, total, None)
     if todo:
         manifest.check_runs((run.run_id for run in todo), DETAIL_TABLES)  # new seeds too
         manifest.add_runs(run.run_id for run in todo)
@@ -222,7 +222,7 @@ def _run_plan(runs: Sequence[PlannedRun], manifest: Manifest, source: str,
                     rows[row["run"]] = row
                     done += 1
                     if progress:
-                        progress(done, len(runs), row)
+                        progress(done, total, row)
                     if fail_fast and row["status"] not in ENDED:
                         _write_runs(rows, manifest)
                         raise RunFailed(row, folder / "runs" / row["run"] / TRACEBACK)
