@@ -32,7 +32,12 @@ def spec(tmp_path):
                 {"queue": "a", "tasks": 10, "demand": {"mem": 3, "cpu": 2}, "duration": 10},
                 {"queue": "b", "tasks": 20, "demand": {"mem": 2, "cpu": 3}, "duration": 5}]},
             "algorithms": ["drf", "fifo"], "seeds": [0], "grid": {GRID: [10, 30]},
-            "claims": [_claim(10), _claim(30)]}
+            "claims": [_claim(10), _claim(30),
+                       # an improvement at a grid point a slice leaves out raised
+                       # at d26eded ("no seed and grid point has an ok run of both")
+                       {"id": "i30", "claim": "drf over fifo", "source": "test", "checks": [
+                           {"algorithm": "drf", "improvement_over": "fifo",
+                            "where": {GRID: 30}, "above": -1000}]}]}
     path = tmp_path / "sliced.yaml"
     path.write_text(yaml.safe_dump(data))
     return str(path)
@@ -56,7 +61,7 @@ def test_slices_add_up_to_the_whole_sweep(spec, tmp_path, capsys):
     assert "[2/2] sliced: " in err and "/4]" not in err  # progress counts the slice's runs
     runs = pd.read_parquet(out / "sliced" / "runs.parquet")
     assert sorted(zip(runs["label"], runs[GRID])) == [("drf", 10), ("fifo", 10)]
-    assert _verdicts(out / "sliced") == {"c10": "holds", "c30": "n/a"}
+    assert _verdicts(out / "sliced") == {"c10": "holds", "c30": "n/a", "i30": "n/a"}
     c30 = json.loads((out / "sliced" / "claims.json").read_text())[1]
     assert c30["reason"] == "1 of 1 runs of drf not run"
 
@@ -70,8 +75,8 @@ def test_slices_add_up_to_the_whole_sweep(spec, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "2 of 4 runs cached" in err and "not run" not in err
     assert main(["run", spec, "--out", str(whole), "-j", "1"]) == 0
-    assert _verdicts(out / "sliced") == _verdicts(whole / "sliced") == {"c10": "holds",
-                                                                          "c30": "holds"}
+    assert _verdicts(out / "sliced") == _verdicts(whole / "sliced") == {
+        "c10": "holds", "c30": "holds", "i30": "holds"}
     pd.testing.assert_frame_equal(_runs(out / "sliced"), _runs(whole / "sliced"))
     for run in _runs(whole / "sliced")["run"]:
         for table in ("jobs", "tasks"):
@@ -92,15 +97,18 @@ def test_a_claim_over_runs_a_slice_left_out_is_na_not_decided_on_the_rest(spec, 
     open(spec, "w").write(yaml.safe_dump(data))
     out = tmp_path / "out"
     assert main(["run", spec, "--out", str(out), "-j", "1", "--only", f"{GRID}=10"]) == 0
-    assert _verdicts(out / "sliced") == {"c10": "holds", "c30": "n/a", "all": "n/a"}
+    assert _verdicts(out / "sliced") == {"c10": "holds", "c30": "n/a", "i30": "n/a",
+                                         "all": "n/a"}
     # a run of the slice's point lost (as after Ctrl-C): its claim is n/a again
     runs = pd.read_parquet(out / "sliced" / "runs.parquet")
     drf10 = runs.loc[runs["label"] == "drf", "run"].item()
     shutil.rmtree(out / "sliced" / "runs" / drf10)
     assert main(["run", spec, "--out", str(out), "-j", "1", "--only", f"{GRID}=30"]) == 0
-    assert _verdicts(out / "sliced") == {"c10": "n/a", "c30": "holds", "all": "n/a"}
+    assert _verdicts(out / "sliced") == {"c10": "n/a", "c30": "holds", "i30": "holds",
+                                         "all": "n/a"}
     assert main(["run", spec, "--out", str(out), "-j", "1"]) == 0
-    assert _verdicts(out / "sliced") == {"c10": "holds", "c30": "holds", "all": "holds"}
+    assert _verdicts(out / "sliced") == {"c10": "holds", "c30": "holds", "i30": "holds",
+                                         "all": "holds"}
 
 
 def test_force_reruns_the_slice_and_keeps_the_others_results(spec, tmp_path, capsys):
@@ -112,7 +120,7 @@ def test_force_reruns_the_slice_and_keeps_the_others_results(spec, tmp_path, cap
     err = capsys.readouterr().err
     assert "2 of 4 runs cached" in err and "not run" not in err
     assert len(pd.read_parquet(out / "sliced" / "runs.parquet")) == 4
-    assert _verdicts(out / "sliced") == {"c10": "holds", "c30": "holds"}
+    assert _verdicts(out / "sliced") == {"c10": "holds", "c30": "holds", "i30": "holds"}
 
 
 def test_the_same_key_twice_takes_both_values(spec, tmp_path, capsys):
