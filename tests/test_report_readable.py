@@ -445,3 +445,27 @@ def test_grid_axes_are_named_so_they_can_be_told_apart():
     assert axis_names(["cluster.heterogeneity", "workload.arrivals.offered_load"]) == {
         "cluster.heterogeneity": "heterogeneity", "workload.arrivals.offered_load": "offered_load"}
     assert axis_names(["a.b.x", "c.b.x"]) == {"a.b.x": "a.b.x", "c.b.x": "c.b.x"}
+
+
+def test_a_long_step_series_is_drawn_as_its_mean_over_each_span():
+    """A week's utilisation changes ~70 M times: the figure draws each of
+    MAX_POINTS spans' mean, which keeps the series' integral."""
+    from hierfair.report.plots import MAX_POINTS, _steps
+
+    rng = np.random.default_rng(3)
+    times = np.cumsum(rng.exponential(1.0, 20 * MAX_POINTS))
+    values = rng.uniform(0, 1, len(times))
+    end = times[-1] + 5
+    t, v = _steps(times, values, end)
+    assert len(t) == len(v) == MAX_POINTS and t[0] == times[0]
+    width = (end - times[0]) / MAX_POINTS
+    whole = np.sum(values * np.diff(np.append(times, end)))
+    assert np.sum(v) * width == pytest.approx(whole, rel=1e-9)
+    # one span by brute force: the overlap of each step with it
+    lo, hi = t[7], t[7] + width
+    steps_end = np.append(times[1:], end)
+    overlap = np.clip(np.minimum(steps_end, hi) - np.maximum(times, lo), 0, None)
+    assert v[7] == pytest.approx(np.sum(values * overlap) / width, rel=1e-9)
+    alternating = _steps(np.arange(10 * MAX_POINTS, dtype=float),
+                         np.tile([0.0, 1.0], 5 * MAX_POINTS), 10.0 * MAX_POINTS)[1]
+    assert np.allclose(alternating, 0.5)

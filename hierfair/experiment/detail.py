@@ -47,18 +47,16 @@ def detail_table(folder: Path, name: str, runs: pd.DataFrame | None = None,
     legacy = folder / f"{name}.parquet"
     if legacy.exists() and _assembled_by_us(folder, legacy):  # an older version's
         return pd.read_parquet(legacy, columns=list(columns) if columns else None)
-    if name not in kept_tables(folder):  # cached runs may hold more than the spec keeps
-        return None
     if runs is None:
         runs = pd.read_parquet(folder / "runs.parquet")
+    paths = run_tables(folder, name, runs)
+    if paths is None:
+        return None
     ok = runs[runs["status"] == "ok"]
     tags = identity_columns(runs)
     wanted = None if columns is None else [c for c in columns if c not in tags]
     parts = []
-    for row in ok[tags].itertuples(index=False):
-        path = folder / "runs" / row.run / f"{name}.parquet"
-        if not path.exists():  # a table this spec does not keep
-            return None
+    for row, path in zip(ok[tags].itertuples(index=False), paths, strict=True):
         part = pd.read_parquet(path, columns=wanted)
         for k, (col, value) in enumerate(zip(tags, row, strict=True)):
             part.insert(k, col, [value] * len(part))
@@ -67,6 +65,20 @@ def detail_table(folder: Path, name: str, runs: pd.DataFrame | None = None,
         return None
     frame = pd.concat(_same_categories(parts), ignore_index=True)
     return frame if columns is None else frame[[c for c in columns if c in frame.columns]]
+
+
+def run_tables(folder: Path, name: str, runs: pd.DataFrame) -> list[Path] | None:
+    """Each ok run's file of table ``name``, in plan order (read one at a
+    time, a week's utilisation is ~70 M rows a run); None when the spec does
+    not keep the table, or a run lacks it, or the folder is an older
+    version's with the table assembled at its top."""
+    folder = Path(folder)
+    legacy = folder / f"{name}.parquet"
+    if (legacy.exists() and _assembled_by_us(folder, legacy)) or name not in kept_tables(folder):
+        return None  # cached runs may hold more than the spec keeps
+    paths = [folder / "runs" / run / f"{name}.parquet"
+             for run in runs.loc[runs["status"] == "ok", "run"]]
+    return paths if all(p.exists() for p in paths) else None
 
 
 def _same_categories(parts: list[pd.DataFrame]) -> list[pd.DataFrame]:

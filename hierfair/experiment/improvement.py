@@ -63,6 +63,12 @@ import pandas as pd
 from hierfair.errors import SpecError
 from hierfair.experiment.detail import detail_table
 
+
+class NoPairedRuns(SpecError):
+    """Two labels have no ok runs at one seed and grid point (runs that
+    failed, or that a slice, ``--only``, has not run yet)."""
+
+
 RelativeTo = Literal["response_b", "response_a", "duration_b"]
 RELATIVE_TO: tuple[str, ...] = ("response_b", "response_a", "duration_b")
 
@@ -302,7 +308,7 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
                       + paired.loc[paired["_merge"] == "right_only", "run_b"].tolist())
     paired = paired[paired["_merge"] == "both"]
     if paired.empty:
-        raise SpecError(f"no seed and grid point has an ok run of both {label_a} and "
+        raise NoPairedRuns(f"no seed and grid point has an ok run of both {label_a} and "
                         f"{label_b}", where=str(runs_path), value=unpaired[:3])
 
     wanted = sorted({*paired["run_a"], *paired["run_b"]})

@@ -297,13 +297,16 @@ def plot_improvement(folder: Path) -> Path | None:
     """CDF over jobs of A's response-time improvement over B (H-DRF §5.2,
     :mod:`hierfair.experiment.improvement`), all seeds pooled: one panel per pair the
     claims compare, one curve per leaf."""
-    from hierfair.experiment.improvement import improvement_between
+    from hierfair.experiment.improvement import NoPairedRuns, improvement_between
 
     frames = []
     runs = pd.read_parquet(folder / "runs.parquet")
     gridded = bool(grid_columns(runs))
     for a, b, where in improvement_pairs(folder):
-        jobs = improvement_between(folder, a, b, where=where or None)
+        try:
+            jobs = improvement_between(folder, a, b, where=where or None)
+        except NoPairedRuns:  # failed, or not run yet (a slice): its claim says n/a
+            continue
         # a grid path's last two parts name it; paths set together show once
         cond = ", ".join(dict.fromkeys(
             f"{short_key(k)}={distinct(v, list(runs[k].dropna().unique()) if k in runs else [])}"

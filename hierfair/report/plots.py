@@ -11,13 +11,14 @@ a grid gives one row of panels per grid point (never only the first).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
-from hierfair.experiment.detail import detail_table
+from hierfair.experiment.detail import detail_table, run_tables
 from hierfair.report.figures import (
     facet_titles,
     facets,
@@ -50,14 +51,52 @@ def _lowest_seed(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _steps(times: np.ndarray, values: np.ndarray, end: float) -> tuple[np.ndarray, np.ndarray]:
-    """A step series on at most MAX_POINTS instants (the value holding at
-    each), held to ``end`` (a value that never changed is a line, not a point)."""
+    """A step series held to ``end`` (a value that never changed is a line,
+    not a point); a longer one than MAX_POINTS as the mean over each of
+    MAX_POINTS equal spans (an instant's value every span would show a
+    week's second-by-second swings as noise)."""
     if len(times) <= MAX_POINTS:
         if len(times) and times[-1] < end:
             return np.append(times, end), np.append(values, values[-1])
         return times, values
-    grid = np.linspace(times[0], end, MAX_POINTS)
-    return grid, values[np.searchsorted(times, grid, side="right") - 1]
+    edges = np.linspace(times[0], max(end, times[-1]), MAX_POINTS + 1)
+    # the integral of the steps at each change, then at each edge
+    at = np.concatenate(([0.0], np.cumsum(values[:-1] * np.diff(times))))
+    k = np.searchsorted(times, edges, side="right") - 1
+    area = at[k] + values[k] * (edges - times[k])
+    return edges[:-1], np.diff(area) / np.diff(edges)
+
+
+def _utilization_steps(folder: Path, runs: pd.DataFrame) -> Iterator[tuple[str, list]]:
+    """Per run of ``runs``: its id and each resource's step series to its end
+    (the last finish, or where a run with work left was stopped), sampled
+    (:func:`_steps`) a run and a column at a time: a week's table is ~70 M
+    rows a run, and all of a report's runs at once did not fit in 24 GiB."""
+    paths = run_tables(folder, "utilization", runs)
+    if paths is None:  # an older version's assembled table, or none kept
+        util = detail_table(folder, "utilization", runs)
+        if util is None:
+            return
+        util = util[util["run"].isin(runs["run"])]
+        parts = dict(tuple(util.groupby("run", sort=False)))
+    for i, row in enumerate(runs[runs["status"] == "ok"].itertuples(index=False)):
+        stopped = getattr(row, "stopped_at", float("nan"))
+        end = float(row.makespan) if stopped != stopped else max(float(row.makespan),
+                                                                  float(stopped))
+        if paths is not None:
+            names = [c for c in pq.read_schema(paths[i]).names if c != "time"]
+            times = pq.read_table(paths[i], columns=["time"]).column(0).to_numpy()
+            series = [(r, *_steps(times, pq.read_table(paths[i], columns=[r]).column(0)
+                                  .to_numpy(), end)) for r in names]
+        elif row.run in parts:
+            part = parts[row.run]
+            names = [c for c in part.columns if c not in set(runs.columns) | {"time", "run"}]
+            series = [(r, *_steps(part["time"].to_numpy(float), part[r].to_numpy(float), end))
+                      for r in names]
+        else:
+            continue
+        if series and len(series[0][1]):
+            yield row.run, series
 
 
 def _rows_note(points: list[str], note: str, across: bool = False) -> str:
@@ -72,25 +111,15 @@ def plot_utilization(folder: Path) -> Path | None:
     (columns) and grid point (rows), the lowest seed of each."""
     ok, points, note = grid_points(_ok(folder))
     first = _lowest_seed(ok)
-    util = detail_table(folder, "utilization", first)
-    if util is None:
-        return None
-    util = util[util["run"].isin(first["run"])]
-    resources = [c for c in util.columns if c not in set(first.columns) | {"time", "run"}]
     labels = first.set_index("run")["label"]  # older folders' tables carry only ``run``
     grid_of = first.set_index("run")["grid"]
-    if util.empty or not resources:
-        return None
     frames = []
-    for run, part in util.groupby("run", sort=False):
-        row = first.loc[first["run"] == run].iloc[0]
-        # to the last finish, or to where a run with work left was stopped
-        end = float(row["makespan"]) if row.get("stopped_at") != row.get("stopped_at") \
-            or "stopped_at" not in row else max(float(row["makespan"]), float(row["stopped_at"]))
-        for r in resources:
-            t, v = _steps(part["time"].to_numpy(float), part[r].to_numpy(float), end)
+    for run, series in _utilization_steps(folder, first):
+        for r, t, v in series:
             frames.append(pd.DataFrame({"time": t, "in use": v, "resource": r,
                                         "label": labels[run], "grid": grid_of[run]}))
+    if not frames:
+        return None
     data = pd.concat(frames, ignore_index=True)
     faceted = len(points) > 1
     layout = facets(data["label"].nunique(), points)
@@ -202,7 +231,9 @@ FIGURES: dict[str, Callable[[Path], Path | None]] = {
 CAPTIONS = {
     "shares": "Dominant share of each leaf (or group of leaves) over time, per algorithm "
               "(and grid point).",
-    "utilization": "Share of each resource in use over time, per algorithm (and grid point).",
+    "utilization": "Share of each resource in use over time, per algorithm (and grid point); "
+                   f"a run of more than {MAX_POINTS:,} changes as the mean over each of "
+                   f"{MAX_POINTS:,} equal spans.",
     "waits": "Distribution over jobs of the wait (first task start − arrival) and the "
              "completion time (finish − arrival).",
     "makespan": "When the last task finished, and the mean job completion time.",

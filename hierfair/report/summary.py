@@ -44,7 +44,8 @@ LEGEND = [
     ("untestable", CSS["untestable"], NAMES["untestable"],
      "the model lacks a mechanism the paper used (named), or the compared "
      "schedulers gave the identical schedule on every paired run"),
-    ("n/a", CSS["n/a"], NAMES["n/a"], "runs the claim needs failed or timed out"),
+    ("n/a", CSS["n/a"], NAMES["n/a"], "runs the claim needs failed, timed out, or were not "
+     "run yet (a slice, `hierfair run --only`)"),
 ]
 
 
