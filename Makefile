@@ -38,7 +38,7 @@ audit-production: $(STAMP)
 
 # The reproductions too long for make reproduce's 30 minutes (experiments/long/:
 # H-DRF §5.3.2 for a simulated week, on the paper's cluster at 1:20, about 5 hours
-# of run time, and at its full 1,200 servers, about 30 CPU-hours, estimated);
+# of run time, and at its full 1,200 servers, about 25 CPU-hours, estimated);
 # results beside the others in reports/, which the report then includes.  LONG=
 # picks specs (LONG=experiments/long/hdrf-fig13-7days.yaml: the 1:20 week
 # alone); ONLY= runs a slice, one grid value at a time over several sittings
