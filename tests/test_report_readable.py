@@ -457,10 +457,10 @@ def test_a_long_step_series_is_drawn_as_its_mean_over_each_span():
     values = rng.uniform(0, 1, len(times))
     end = times[-1] + 5
     t, v = _steps(times, values, end)
-    assert len(t) == len(v) == MAX_POINTS and t[0] == times[0]
+    assert len(t) == len(v) == MAX_POINTS + 1 and t[0] == times[0] and t[-1] == end
     width = (end - times[0]) / MAX_POINTS
     whole = np.sum(values * np.diff(np.append(times, end)))
-    assert np.sum(v) * width == pytest.approx(whole, rel=1e-9)
+    assert np.sum(v[:-1]) * width == pytest.approx(whole, rel=1e-9)
     # one span by brute force: the overlap of each step with it
     lo, hi = t[7], t[7] + width
     steps_end = np.append(times[1:], end)

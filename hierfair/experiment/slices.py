@@ -1,6 +1,6 @@
 """A slice of a sweep: ``hierfair run SPEC --only PATH=VALUE``.
 
-A sweep too long for one sitting (the paper-scale week, ~30 CPU-hours) runs
+A sweep too long for one sitting (the paper-scale week, ~25 CPU-hours) runs
 a grid point at a time: ``--only workload.arrivals.offered_load=0.5`` runs
 only the runs at that grid value (``--only`` again on the same key adds a
 value; on another key it narrows).  A slice changes no run -- each keeps

@@ -64,7 +64,8 @@ def _steps(times: np.ndarray, values: np.ndarray, end: float) -> tuple[np.ndarra
     at = np.concatenate(([0.0], np.cumsum(values[:-1] * np.diff(times))))
     k = np.searchsorted(times, edges, side="right") - 1
     area = at[k] + values[k] * (edges - times[k])
-    return edges[:-1], np.diff(area) / np.diff(edges)
+    means = np.diff(area) / np.diff(edges)
+    return edges, np.append(means, means[-1])  # the last span drawn to its end
 
 
 def _utilization_steps(folder: Path, runs: pd.DataFrame) -> Iterator[tuple[str, list]]:
