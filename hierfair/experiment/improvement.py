@@ -309,7 +309,7 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
     paired = paired[paired["_merge"] == "both"]
     if paired.empty:
         raise NoPairedRuns(f"no seed and grid point has an ok run of both {label_a} and "
-                        f"{label_b}", where=str(runs_path), value=unpaired[:3])
+                           f"{label_b}", where=str(runs_path), value=unpaired[:3])
 
     wanted = sorted({*paired["run_a"], *paired["run_b"]})
     if jobs is None:

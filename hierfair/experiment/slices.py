@@ -105,5 +105,6 @@ def _shown(value: Any) -> str:
 
 def _same(a: Any, b: Any) -> bool:
     # 1 and 1.0 are one grid value (YAML reads "1" as an int), True and 1 are not
-    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) \
-        else a == b
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b

@@ -12,6 +12,7 @@ a grid gives one row of panels per grid point (never only the first).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -74,11 +75,11 @@ def _utilization_steps(folder: Path, runs: pd.DataFrame) -> Iterator[tuple[str, 
     (:func:`_steps`) a run and a column at a time: a week's table is ~70 M
     rows a run, and all of a report's runs at once did not fit in 24 GiB."""
     paths = run_tables(folder, "utilization", runs)
+    parts: dict[str, pd.DataFrame] = {}
     if paths is None:  # an older version's assembled table, or none kept
         util = detail_table(folder, "utilization", runs)
         if util is None:
             return
-        util = util[util["run"].isin(runs["run"])]
         parts = dict(tuple(util.groupby("run", sort=False)))
     for i, row in enumerate(runs[runs["status"] == "ok"].itertuples(index=False)):
         stopped = getattr(row, "stopped_at", float("nan"))
@@ -86,18 +87,24 @@ def _utilization_steps(folder: Path, runs: pd.DataFrame) -> Iterator[tuple[str, 
                                                                   float(stopped))
         if paths is not None:
             names = [c for c in pq.read_schema(paths[i]).names if c != "time"]
-            times = pq.read_table(paths[i], columns=["time"]).column(0).to_numpy()
-            series = [(r, *_steps(times, pq.read_table(paths[i], columns=[r]).column(0)
-                                  .to_numpy(), end)) for r in names]
+            read = partial(_column, paths[i])
         elif row.run in parts:
             part = parts[row.run]
             names = [c for c in part.columns if c not in set(runs.columns) | {"time", "run"}]
-            series = [(r, *_steps(part["time"].to_numpy(float), part[r].to_numpy(float), end))
-                      for r in names]
+            read = partial(_frame_column, part)
         else:
             continue
-        if series and len(series[0][1]):
-            yield row.run, series
+        times = read("time")
+        if len(times):
+            yield row.run, [(r, *_steps(times, read(r), end)) for r in names]
+
+
+def _column(path: Path, name: str) -> np.ndarray:
+    return pq.read_table(path, columns=[name]).column(0).to_numpy()
+
+
+def _frame_column(frame: pd.DataFrame, name: str) -> np.ndarray:
+    return frame[name].to_numpy(float)
 
 
 def _rows_note(points: list[str], note: str, across: bool = False) -> str:
