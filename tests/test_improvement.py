@@ -217,6 +217,10 @@ def test_a_sweep_gives_one_row_per_job_per_seed_and_grid_point(tmp_path):
     out = improvement_between(tmp_path / "imp", "hdrf", "slots-4")
 
     table = hierfair.load(tmp_path / "imp").jobs
+    # read a pair of runs' files at a time, or from the whole table: the same rows
+    whole = improvement_between(tmp_path / "imp", "hdrf", "slots-4", jobs=table)
+    pd.testing.assert_frame_equal(out, whole)
+    assert out.attrs == whole.attrs
     by_run = runs.set_index("run")
     assert len(out) == 12 * 2 * 2 and out.attrs["excluded"] == 0
     assert sorted(out["seed"].unique()) == [0, 1]

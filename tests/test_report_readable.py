@@ -450,7 +450,8 @@ def test_grid_axes_are_named_so_they_can_be_told_apart():
 def test_a_long_step_series_is_drawn_as_its_mean_over_each_span():
     """A week's utilisation changes ~70 M times: the figure draws each of
     MAX_POINTS spans' mean, which keeps the series' integral."""
-    from hierfair.report.plots import MAX_POINTS, _steps
+    from hierfair.report.sampled import MAX_POINTS
+    from hierfair.report.sampled import steps as _steps
 
     rng = np.random.default_rng(3)
     times = np.cumsum(rng.exponential(1.0, 20 * MAX_POINTS))
@@ -466,6 +467,36 @@ def test_a_long_step_series_is_drawn_as_its_mean_over_each_span():
     steps_end = np.append(times[1:], end)
     overlap = np.clip(np.minimum(steps_end, hi) - np.maximum(times, lo), 0, None)
     assert v[7] == pytest.approx(np.sum(values * overlap) / width, rel=1e-9)
+    # read a row group at a time: the same means, whatever the batches
+    from hierfair.report.sampled import span_edges, span_means
+
+    cuts = np.sort(rng.choice(np.arange(1, len(times)), 9, replace=False))
+    batches = [(t_, [v_, 2 * v_]) for t_, v_ in zip(np.split(times, cuts), np.split(values, cuts))]
+    batches.insert(3, (times[:0], [values[:0], values[:0]]))  # an empty row group
+    means, doubled = span_means(batches, span_edges(times[0], times[-1], end))
+    assert np.allclose(means, v[:-1], rtol=1e-9) and np.allclose(doubled, 2 * v[:-1], rtol=1e-9)
     alternating = _steps(np.arange(10 * MAX_POINTS, dtype=float),
                          np.tile([0.0, 1.0], 5 * MAX_POINTS), 10.0 * MAX_POINTS)[1]
     assert np.allclose(alternating, 0.5)
+
+
+def test_a_large_set_of_jobs_is_drawn_from_points_exact_at_each():
+    """A paper-scale week pools ~100 M jobs: the waits figure draws at most
+    MAX_POINTS weighted values whose ECDF equals the jobs' at each of them."""
+    from hierfair.report.sampled import MAX_POINTS
+    from hierfair.report.sampled import ecdf_points as _ecdf_points
+
+    rng = np.random.default_rng(5)
+    few = np.append(rng.integers(0, 50, 10_000).astype(float), [np.nan] * 7)
+    x, w = _ecdf_points(few)  # few distinct values: each with its count, exact
+    assert list(x) == sorted(set(few[~np.isnan(few)])) and w.sum() == 10_000
+    assert w[3] == np.count_nonzero(few == x[3])
+    many = np.concatenate([np.zeros(30_000), rng.exponential(100.0, 170_000), [np.nan]])
+    x, w = _ecdf_points(many)
+    kept = many[~np.isnan(many)]
+    assert len(x) <= MAX_POINTS and x[0] == 0 and x[-1] == kept.max()
+    assert w.sum() == len(kept) and w[0] == 30_000  # the zero waits, one step
+    exact = np.searchsorted(np.sort(kept), x, side="right") / len(kept)
+    assert np.array_equal(np.cumsum(w) / w.sum(), exact)
+    # between two drawn values at most one step of rank is hidden
+    assert np.diff(exact[1:]).max() <= 1 / (MAX_POINTS - 1) + 2 / len(kept)

@@ -24,7 +24,6 @@ import pandas as pd
 from hierfair.errors import SpecError
 from hierfair.experiment.allocate import allocate
 from hierfair.experiment.claim_spec import CheckSpec
-from hierfair.experiment.detail import detail_table
 from hierfair.experiment.improvement import improvement_between
 from hierfair.experiment.probe import Probe
 from hierfair.experiment.runs_table import ENDED, LOOP_COLUMNS
@@ -85,7 +84,6 @@ class _Measurer:
         self.folder = folder
         #: the claim being measured states a theorem about divisible resources
         self.fluid = False
-        self._jobs: pd.DataFrame | None = None
         self._allocations: dict[tuple[str, tuple[str, ...], int, int], Any] = {}
         # a bound named by label is measured once, however many labels it bounds
         self._seen: dict[tuple[str, str, bool], Measured] = {}
@@ -226,10 +224,9 @@ class _Measurer:
     def _improvement(self, check: CheckSpec, label: str, where: str) -> pd.Series:
         if self.folder is None:
             return pd.Series(dtype=float)
-        if self._jobs is None:  # read once for every improvement check
-            self._jobs = detail_table(self.folder, "jobs", self.all_runs)
+        # read a pair of runs at a time: a paper-scale sweep's jobs do not fit at once
         jobs = improvement_between(self.folder, label, check.improvement_over,
-                                   where=check.where or None, jobs=self._jobs)
+                                   where=check.where or None)
         if check.leaf is not None:
             jobs = jobs[jobs["leaf"] == check.leaf]
         values = {}

@@ -53,15 +53,16 @@ Fig. 13 "among completed jobs".
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from hierfair.errors import SpecError
-from hierfair.experiment.detail import detail_table
+from hierfair.experiment.detail import detail_table, identity_columns, run_tables
 
 
 class NoPairedRuns(SpecError):
@@ -74,6 +75,8 @@ RELATIVE_TO: tuple[str, ...] = ("response_b", "response_a", "duration_b")
 
 #: Columns the same job must agree on in both runs (when both tables have them).
 WORKLOAD_COLUMNS: tuple[str, ...] = ("name", "leaf", "tasks")
+#: The jobs table's columns a comparison reads.
+JOB_COLUMNS = frozenset({"job", *WORKLOAD_COLUMNS, "after", "submit", "first_start", "finish"})
 _SUBMIT_TOL = 1e-9  # seconds; parquet round-trips floats exactly, this only forgives arithmetic
 
 #: Keys of ``attrs`` that count jobs (improvement_between sums them over pairs of runs).
@@ -311,21 +314,14 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
         raise NoPairedRuns(f"no seed and grid point has an ok run of both {label_a} and "
                            f"{label_b}", where=str(runs_path), value=unpaired[:3])
 
-    wanted = sorted({*paired["run_a"], *paired["run_b"]})
-    if jobs is None:
-        jobs = detail_table(folder, "jobs", runs[runs["run"].isin(wanted)])
-    if jobs is None:
-        raise SpecError("these runs kept no jobs table", where=str(folder))
-    jobs = jobs[jobs["run"].isin(wanted)]  # an older folder's table has every run
-    tags = [c for c in jobs.columns if c in runs.columns]  # each row's run identity
-    by_run = {run: part.drop(columns=tags) for run, part in jobs.groupby("run", sort=False)}
-    empty = jobs.iloc[0:0].drop(columns=tags)  # an ok run with no jobs
+    jobs_of = _jobs_reader(folder, runs[runs["run"].isin({*paired["run_a"], *paired["run_b"]})],
+                           jobs)
     parts = []
     totals = dict.fromkeys(COUNTS, 0)
     for pair in paired.to_dict("records"):
         run_a, run_b = pair["run_a"], pair["run_b"]
         try:
-            part = response_time_improvement(by_run.get(run_a, empty), by_run.get(run_b, empty),
+            part = response_time_improvement(jobs_of(run_a), jobs_of(run_b),
                                              relative_to=relative_to)
         except SpecError as exc:
             raise SpecError(exc.message, where=f"{run_a} vs {run_b}: {exc.where}",
@@ -342,3 +338,26 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
     out.attrs = {"label_a": label_a, "label_b": label_b, "relative_to": relative_to,
                  "pairs": len(paired), "unpaired_runs": unpaired, **totals}
     return out
+
+
+def _jobs_reader(folder: Path, wanted: pd.DataFrame, jobs: pd.DataFrame | None
+                 ) -> Callable[[str], pd.DataFrame]:
+    """One run's jobs by run id: the columns a comparison uses, read from the
+    run's own file when asked (a pair at a time: a paper-scale week's run has
+    millions of jobs, and a sweep's at once do not fit in memory); else from
+    ``jobs`` or an older version's table assembled at the folder's top."""
+    if jobs is None:
+        paths = run_tables(folder, "jobs", wanted)
+        if paths is not None:
+            files = dict(zip(wanted.loc[wanted["status"] == "ok", "run"], paths, strict=True))
+            return lambda run: pd.read_parquet(files[run], columns=[
+                c for c in pq.read_schema(files[run]).names if c in JOB_COLUMNS])
+        jobs = detail_table(folder, "jobs", wanted)
+    if jobs is None:
+        raise SpecError("these runs kept no jobs table", where=str(folder))
+    jobs = jobs[jobs["run"].isin(wanted["run"])]  # an older folder's table has every run
+    # each row's run identity (not every runs.parquet column: its ``tasks`` is the run's)
+    tags = [c for c in identity_columns(wanted) if c in jobs.columns]
+    by_run = {run: part.drop(columns=tags) for run, part in jobs.groupby("run", sort=False)}
+    empty = jobs.iloc[0:0].drop(columns=tags)  # an ok run with no jobs
+    return lambda run: by_run.get(run, empty)

@@ -33,6 +33,7 @@ from hierfair.experiment.manifest import Manifest  # noqa: E402
 from hierfair.experiment.results import atomic_path  # noqa: E402
 from hierfair.experiment.spec import load_saved  # noqa: E402
 from hierfair.report.fmt import axis_names, distinct, num, short_key  # noqa: E402
+from hierfair.report.sampled import ecdf_points  # noqa: E402
 
 #: Figures facet by grid point: beyond this many, evenly spaced ones are drawn
 #: (the figure's title says how many of how many).
@@ -313,16 +314,19 @@ def plot_improvement(folder: Path) -> Path | None:
             for k, v in where.items()))
         if not cond and gridded:
             cond = "all grid points pooled"
-        frames.append(jobs[["leaf", "improvement"]].dropna().assign(
-            pair=f"{a} over {b}" + (f"\n{cond}" if cond else "")))
+        jobs = jobs[["leaf", "improvement"]].dropna()
+        jobs["leaf"] = curve_groups(jobs["leaf"].astype(str))  # many users: a curve a group
+        for leaf, part in jobs.groupby("leaf", sort=False):  # a week: millions of jobs
+            x, weight = ecdf_points(part["improvement"].clip(lower=IMPROVEMENT_FLOOR).to_numpy())
+            frames.append(pd.DataFrame({"leaf": leaf, "improvement": x, "jobs": weight,
+                                        "pair": f"{a} over {b}" + (f"\n{cond}" if cond else "")}))
     data = pd.concat(frames) if frames else pd.DataFrame()
     if data.empty:
         return None
-    data["improvement"] = data["improvement"].clip(lower=IMPROVEMENT_FLOOR)
-    data["leaf"] = curve_groups(data["leaf"])  # many users: one curve per group
     sns.set_theme(style="whitegrid", context="notebook")
-    grid = sns.displot(data=data, x="improvement", hue="leaf", col="pair", kind="ecdf",
-                       col_wrap=min(3, data["pair"].nunique()), height=3.2, aspect=1.4)
+    grid = sns.displot(data=data, x="improvement", weights="jobs", hue="leaf", col="pair",
+                       kind="ecdf", col_wrap=min(3, data["pair"].nunique()), height=3.2,
+                       aspect=1.4)
     for ax in grid.axes.flat:
         ax.axvline(0, color="0.4", lw=0.8)
         readable_ticks(ax)

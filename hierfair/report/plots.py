@@ -12,18 +12,14 @@ a grid gives one row of panels per grid point (never only the first).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
-from hierfair.experiment.detail import detail_table, run_tables
 from hierfair.report.figures import (
     facet_titles,
     facets,
-    shared_time,
     grid_points,
     plot_cost,
     plot_improvement,
@@ -31,14 +27,20 @@ from hierfair.report.figures import (
     plt,
     readable_ticks,
     save,
+    shared_time,
     size_column,
     sns,
     suptitle,
     wrap,
 )
-
-#: Longer step series are resampled on this many instants (a figure, not a table).
-MAX_POINTS = 2000
+from hierfair.report.sampled import (
+    MAX_POINTS,
+    ecdf_points,
+    run_columns,
+    span_edges,
+    span_means,
+    steps,
+)
 
 
 def _ok(folder: Path) -> pd.DataFrame:
@@ -51,60 +53,25 @@ def _lowest_seed(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs["seed"] == runs["seed"].min()]
 
 
-def _steps(times: np.ndarray, values: np.ndarray, end: float) -> tuple[np.ndarray, np.ndarray]:
-    """A step series held to ``end`` (a value that never changed is a line,
-    not a point); a longer one than MAX_POINTS as the mean over each of
-    MAX_POINTS equal spans (an instant's value every span would show a
-    week's second-by-second swings as noise)."""
-    if len(times) <= MAX_POINTS:
-        if len(times) and times[-1] < end:
-            return np.append(times, end), np.append(values, values[-1])
-        return times, values
-    edges = np.linspace(times[0], max(end, times[-1]), MAX_POINTS + 1)
-    # the integral of the steps at each change, then at each edge
-    at = np.concatenate(([0.0], np.cumsum(values[:-1] * np.diff(times))))
-    k = np.searchsorted(times, edges, side="right") - 1
-    area = at[k] + values[k] * (edges - times[k])
-    means = np.diff(area) / np.diff(edges)
-    return edges, np.append(means, means[-1])  # the last span drawn to its end
-
-
 def _utilization_steps(folder: Path, runs: pd.DataFrame) -> Iterator[tuple[str, list]]:
     """Per run of ``runs``: its id and each resource's step series to its end
-    (the last finish, or where a run with work left was stopped), sampled
-    (:func:`_steps`) a run and a column at a time: a week's table is ~70 M
-    rows a run, and all of a report's runs at once did not fit in 24 GiB."""
-    paths = run_tables(folder, "utilization", runs)
-    parts: dict[str, pd.DataFrame] = {}
-    if paths is None:  # an older version's assembled table, or none kept
-        util = detail_table(folder, "utilization", runs)
-        if util is None:
-            return
-        parts = dict(tuple(util.groupby("run", sort=False)))
-    for i, row in enumerate(runs[runs["status"] == "ok"].itertuples(index=False)):
+    (the last finish, or where a run with work left was stopped), as
+    :func:`~hierfair.report.sampled.steps` draws it, a run and a row group at a time."""
+    for row, names, table in run_columns(folder, "utilization", runs):
         stopped = getattr(row, "stopped_at", float("nan"))
         end = float(row.makespan) if stopped != stopped else max(float(row.makespan),
                                                                   float(stopped))
-        if paths is not None:
-            names = [c for c in pq.read_schema(paths[i]).names if c != "time"]
-            read = partial(_column, paths[i])
-        elif row.run in parts:
-            part = parts[row.run]
-            names = [c for c in part.columns if c not in set(runs.columns) | {"time", "run"}]
-            read = partial(_frame_column, part)
-        else:
+        resources = [r for r in names if r != "time"]
+        rows = table.rows()
+        if rows == 0:
             continue
-        times = read("time")
-        if len(times):
-            yield row.run, [(r, *_steps(times, read(r), end)) for r in names]
-
-
-def _column(path: Path, name: str) -> np.ndarray:
-    return pq.read_table(path, columns=[name]).column(0).to_numpy()
-
-
-def _frame_column(frame: pd.DataFrame, name: str) -> np.ndarray:
-    return frame[name].to_numpy(float)
+        if rows <= MAX_POINTS:
+            times = table.column("time")
+            yield row.run, [(r, *steps(times, table.column(r), end)) for r in resources]
+            continue
+        edges = span_edges(*table.bounds("time"), end)
+        means = span_means(table.batches(["time", *resources]), edges)
+        yield row.run, [(r, edges, np.append(m, m[-1])) for r, m in zip(resources, means)]
 
 
 def _rows_note(points: list[str], note: str, across: bool = False) -> str:
@@ -150,23 +117,32 @@ def plot_utilization(folder: Path) -> Path | None:
 
 def plot_waits(folder: Path) -> Path | None:
     """CDFs over jobs of wait and completion time, all seeds pooled: one row
-    of panels per grid point."""
+    of panels per grid point.  Read an algorithm and grid point at a time and
+    drawn from :func:`~hierfair.report.sampled.ecdf_points` (a paper-scale week is ~100 M jobs)."""
     ok, points, note = grid_points(_ok(folder))
-    jobs = detail_table(folder, "jobs", ok, columns=["run", "wait", "completion"])
-    if jobs is None:
+    frames = []
+    for (label, point), group in ok.groupby(["label", "grid"], sort=False):
+        pooled: dict[str, list[np.ndarray]] = {"wait": [], "completion": []}
+        for _, names, table in run_columns(folder, "jobs", group):
+            for col, arrays in pooled.items():
+                if col in names:
+                    arrays.append(table.column(col).astype(float))
+        for col, arrays in pooled.items():
+            if arrays:
+                x, weight = ecdf_points(np.concatenate(arrays))
+                frames.append(pd.DataFrame({"label": label, "grid": point,
+                                            "time of": f"job {col} time",
+                                            "seconds": x, "jobs": weight}))
+    if not frames:
         return None
-    jobs = jobs[jobs["run"].isin(ok["run"])]
-    jobs["label"] = jobs["run"].map(ok.set_index("run")["label"])
-    jobs["grid"] = jobs["run"].map(ok.set_index("run")["grid"])
-    data = jobs.melt(id_vars=["label", "grid"], value_vars=["wait", "completion"],
-                     var_name="time of", value_name="seconds").dropna()
+    data = pd.concat(frames, ignore_index=True)
     if data.empty or data["seconds"].max() <= 0:
         return None
-    data["time of"] = "job " + data["time of"] + " time"
     faceted = len(points) > 1
     sns.set_theme(style="whitegrid", context="notebook")
-    grid = sns.displot(data=data, x="seconds", hue="label", col="time of", kind="ecdf",
-                       row="grid" if faceted else None, row_order=points if faceted else None,
+    grid = sns.displot(data=data, x="seconds", weights="jobs", hue="label", col="time of",
+                       kind="ecdf", row="grid" if faceted else None,
+                       row_order=points if faceted else None,
                        height=2.8 if faceted else 3.2, aspect=1.4,
                        facet_kws={"sharex": False})
     for ax in grid.axes.flat:
