@@ -389,3 +389,31 @@ def test_table_files_touch_only_their_own_files_under_the_run_folder(tmp_path):
     with pytest.raises(ValueError, match="not a table"):
         TableFiles(run).finish("../../../allocations", rows)
     assert outside.read_bytes() == b"not ours"
+
+
+def test_a_worker_holds_one_workload_and_one_experiment_at_a_time():
+    """A worker that ran every grid point and seed of the paper-scale week
+    held every one's workload between runs (~1.8 GB; docs/performance.md):
+    now the last one alone, and a seed's runs still share theirs."""
+    import gc
+    import json
+    import weakref
+
+    from hierfair.experiment.execute import _experiment
+
+    from .conftest import spec_with
+
+    exp = build_experiment(spec_with(workload={"kind": "google-synthetic", "jobs": 40}))
+    first = exp.workload(0)
+    assert exp.workload(0) is first  # runs of one seed read their inputs once
+    jobs, gone = [(j.submit, j.n_tasks) for j in first.jobs], weakref.ref(first)
+    del first
+    exp.workload(1)
+    gc.collect()
+    assert gone() is None  # freed when another seed's was built
+    assert [(j.submit, j.n_tasks) for j in exp.workload(0).jobs] == jobs  # rebuilt the same
+    specs = [json.dumps(spec_with(name=f"s{k}"), sort_keys=True) for k in range(2)]
+    held = weakref.ref(_experiment(specs[0], "", None, "x"))
+    _experiment(specs[1], "", None, "x")
+    gc.collect()
+    assert held() is None

@@ -32,12 +32,15 @@ from hierfair.experiment.table_files import TableFiles
 from hierfair.sim import Livelock, RunTimeout
 
 
-@lru_cache(maxsize=4)  # a worker reuses a spec's built inputs (traces read once) across runs
+@lru_cache(maxsize=1)  # a worker reuses a spec's built inputs (traces read once) across runs
 def _experiment(spec_json: str, source: str, data_dir: str | None, input_id: str
                 ) -> Experiment:
-    # input_id keys the cache too: a worker that outlives a sweep must not reuse
-    # a workload read from data that has changed since.  The plan checked the
-    # size against the user's memory limit already.
+    # One at a time, with one workload (Experiment.workload): a worker that
+    # ran every grid point and seed of the paper-scale week held all six of
+    # its workloads, ~130 MB each, between runs.  input_id keys the cache too: a
+    # worker that outlives a sweep must not reuse a workload read from data
+    # that has changed since.  The plan checked the size against the user's
+    # memory limit already.
     return build_experiment(json.loads(spec_json), source=source, data_dir=data_dir,
                             max_memory=float("inf"))
 

@@ -113,8 +113,12 @@ class Experiment:
     _workloads: dict[int, Workload] = field(default_factory=dict, repr=False, compare=False)
 
     def workload(self, seed: int) -> Workload:
-        """The workload for ``seed`` (built once: traces are read once per seed)."""
+        """The workload for ``seed``, kept until another seed's is asked for
+        (runs of one seed read their traces once; a process holds one
+        workload at a time: a paper-scale week's is 2.1 M jobs, ~130 MB, at
+        every offered load)."""
         if seed not in self._workloads:
+            self._workloads.clear()  # first: the old one is freed before the new is built
             ctx = BuildContext(cluster=self.cluster, hierarchy=self.hierarchy, seed=seed,
                                spec_path=self.source, data_dir=self.data_dir)
             self._workloads[seed] = build_workload(self.spec.workload, ctx)
