@@ -148,7 +148,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         for _path, _data, planned in specs:
             print(f"{planned.experiment.spec.name}: {len(planned.runs)} runs")
-            for line in describe_plan(planned.runs, out / planned.experiment.spec.name, only):
+            for line in describe_plan(planned.runs, out / planned.experiment.spec.name, only,
+                                      args.force):
                 print(f"  {line}")
         return 0
     failures, every = [], []

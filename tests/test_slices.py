@@ -70,6 +70,11 @@ def test_slices_add_up_to_the_whole_sweep(spec, tmp_path, capsys):
     assert listed.count("[cached]") == 2 and listed.count("[to run]") == 2
     assert main(["run", spec, "--out", str(out), "--dry-run", "--only", f"{GRID}=10"]) == 0
     assert capsys.readouterr().out.count("[not in --only]") == 2
+    # --force reruns the slice's cached runs, and --dry-run says so
+    assert main(["run", spec, "--out", str(out), "--dry-run", "--force", "--only",
+                 f"{GRID}=10"]) == 0
+    listed = capsys.readouterr().out
+    assert listed.count("[to run (--force)]") == 2 and listed.count("[not in --only]") == 2
 
     assert main(["run", spec, "--out", str(out), "-j", "1", "--only", f"{GRID}=30"]) == 0
     err = capsys.readouterr().err

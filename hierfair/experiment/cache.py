@@ -103,11 +103,16 @@ def cached_row(run: PlannedRun, folder: Path) -> dict[str, Any] | None:
 
 
 def describe_plan(runs: Sequence[PlannedRun], folder: Path,
-                  only: Sequence[Only] = ()) -> list[str]:
+                  only: Sequence[Only] = (), force: bool = False) -> list[str]:
+    """A line a run for ``--dry-run``: what the command would do with it
+    (``force``: a cached run of the slice is run again)."""
     lines = []
     for run in runs:
-        state = "cached" if cached_row(run, folder) else \
-            "to run" if selects(only, run.grid) else "not in --only"
+        cached = cached_row(run, folder) is not None
+        if selects(only, run.grid):
+            state = "to run (--force)" if cached and force else "cached" if cached else "to run"
+        else:
+            state = "cached" if cached else "not in --only"
         grid = " ".join(f"{k}={v}" for k, v in run.grid.items())
         lines.append(f"{run.run_id}  {run.label}  seed={run.base_seed} run_seed={run.seed}"
                      f"{'  ' + grid if grid else ''}  [{state}]")
