@@ -500,3 +500,25 @@ def test_a_large_set_of_jobs_is_drawn_from_points_exact_at_each():
     assert np.array_equal(np.cumsum(w) / w.sum(), exact)
     # between two drawn values at most one step of rank is hidden
     assert np.diff(exact[1:]).max() <= 1 / (MAX_POINTS - 1) + 2 / len(kept)
+
+
+def test_a_runs_file_is_read_a_row_group_at_a_time_empty_ones_too(tmp_path):
+    """The utilisation figure reads a week's file a row group at a time:
+    the same means as the series read whole, an empty row group included."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from hierfair.report.sampled import MAX_POINTS, FileTable, span_edges, span_means, steps
+
+    rng = np.random.default_rng(8)
+    times = np.cumsum(rng.exponential(1.0, 3 * MAX_POINTS))
+    values = rng.uniform(0, 1, len(times))
+    path = tmp_path / "utilization.parquet"
+    with pq.ParquetWriter(path, pa.schema([("time", pa.float64()), ("cpu", pa.float64())])) as w:
+        for part in (slice(0, 0), slice(0, 2500), slice(2500, None), slice(0, 0)):
+            w.write_table(pa.table({"time": times[part], "cpu": values[part]}))
+    table = FileTable(path)
+    assert table.bounds("time") == (times[0], times[-1]) and table.rows() == len(times)
+    edges = span_edges(*table.bounds("time"), times[-1] + 3)
+    assert np.allclose(span_means(table.batches(["time", "cpu"]), edges)[0],
+                       steps(times, values, times[-1] + 3)[1][:-1], rtol=1e-12)

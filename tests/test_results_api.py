@@ -104,6 +104,9 @@ def test_a_folder_from_before_reads_and_then_upgrades(results, tmp_path):
     legacy.to_parquet(old / "jobs.parquet", index=False)  # unmistakably the file's rows
     pd.testing.assert_frame_equal(hierfair.load(old).jobs, legacy)
     hierfair.report(old.parent)
+    from hierfair.report.plots import plot_waits
+
+    assert plot_waits(old) == old / "waits.png"  # from the table at the top, read once
     hierfair.run(results.spec, out=old.parent, jobs=1)  # all cached
     assert not (old / "jobs.parquet").exists()
     pd.testing.assert_frame_equal(hierfair.load(old).jobs, jobs)

@@ -121,9 +121,11 @@ def plot_waits(folder: Path) -> Path | None:
     drawn from :func:`~hierfair.report.sampled.ecdf_points` (a paper-scale week is ~100 M jobs)."""
     ok, points, note = grid_points(_ok(folder))
     frames = []
+    tables = {row.run: (names, table) for row, names, table in  # files not read yet
+              run_columns(folder, "jobs", ok, ["wait", "completion"])}
     for (label, point), group in ok.groupby(["label", "grid"], sort=False):
         pooled: dict[str, list[np.ndarray]] = {"wait": [], "completion": []}
-        for _, names, table in run_columns(folder, "jobs", group):
+        for names, table in (tables[run] for run in group["run"] if run in tables):
             for col, arrays in pooled.items():
                 if col in names:
                     arrays.append(table.column(col).astype(float))

@@ -92,8 +92,9 @@ class FileTable(NamedTuple):
     def bounds(self, name: str) -> tuple[float, float]:
         """The column's first and last values (times are in order)."""
         file = pq.ParquetFile(self.path)
-        first = file.read_row_group(0, columns=[name]).column(0)
-        last = file.read_row_group(file.num_row_groups - 1, columns=[name]).column(0)
+        held = [g for g in range(file.num_row_groups) if file.metadata.row_group(g).num_rows]
+        first = file.read_row_group(held[0], columns=[name]).column(0)
+        last = file.read_row_group(held[-1], columns=[name]).column(0)
         return float(first[0].as_py()), float(last[-1].as_py())
 
     def batches(self, names: list[str]) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
@@ -124,18 +125,20 @@ class FrameTable(NamedTuple):
         yield self.column(names[0]), [self.column(n) for n in names[1:]]
 
 
-def run_columns(folder: Path, name: str, runs: pd.DataFrame
-                 ) -> Iterator[tuple[tuple, list[str], FileTable | FrameTable]]:
+def run_columns(folder: Path, name: str, runs: pd.DataFrame,
+                columns: list[str] | None = None
+                ) -> Iterator[tuple[tuple, list[str], FileTable | FrameTable]]:
     """Per ok run of ``runs`` that kept table ``name``: its row, the table's
     own column names and the table, so that a figure holds a run's column
     or row group at a time (a week's utilisation is ~70 M rows a run at
     offered load 0.5, its jobs table ~2 M; all of a report's runs at once
     did not fit in 24 GiB).  Reads either layout: per-run files, or an
-    older version's table assembled at the folder's top."""
+    older version's table assembled at the folder's top (``columns``: the
+    ones to read of it; it is read whole each call, so call once)."""
     paths = run_tables(folder, name, runs)
     parts: dict[str, pd.DataFrame] = {}
     if paths is None:  # an older version's assembled table, or none kept
-        table = detail_table(folder, name, runs)
+        table = detail_table(folder, name, runs, columns=columns and ["run", *columns])
         if table is None:
             return
         parts = dict(tuple(table.groupby("run", sort=False)))
