@@ -117,8 +117,9 @@ def plot_utilization(folder: Path) -> Path | None:
 
 def plot_waits(folder: Path) -> Path | None:
     """CDFs over jobs of wait and completion time, all seeds pooled: one row
-    of panels per grid point.  Read an algorithm and grid point at a time and
-    drawn from :func:`~hierfair.report.sampled.ecdf_points` (a paper-scale week is ~100 M jobs)."""
+    of panels per grid point.  Read an algorithm and grid point at a time,
+    two columns, and drawn from :func:`~hierfair.report.sampled.ecdf_points`
+    (the paper-scale week's sweep is ~50 M jobs)."""
     ok, points, note = grid_points(_ok(folder))
     frames = []
     tables = {row.run: (names, table) for row, names, table in  # files not read yet
