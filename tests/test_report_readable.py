@@ -508,7 +508,8 @@ def test_a_runs_file_is_read_a_row_group_at_a_time_empty_ones_too(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from hierfair.report.sampled import MAX_POINTS, FileTable, span_edges, span_means, steps
+    from hierfair.experiment.detail import FileTable
+    from hierfair.report.sampled import MAX_POINTS, span_edges, span_means, steps
 
     rng = np.random.default_rng(8)
     times = np.cumsum(rng.exponential(1.0, 3 * MAX_POINTS))

@@ -59,10 +59,9 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from hierfair.errors import SpecError
-from hierfair.experiment.detail import detail_table, identity_columns, run_tables
+from hierfair.experiment.detail import identity_columns, run_columns
 
 
 class NoPairedRuns(SpecError):
@@ -342,22 +341,19 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
 
 def _jobs_reader(folder: Path, wanted: pd.DataFrame, jobs: pd.DataFrame | None
                  ) -> Callable[[str], pd.DataFrame]:
-    """One run's jobs by run id: the columns a comparison uses, read from the
-    run's own file when asked (a pair at a time: a paper-scale week's run has
-    millions of jobs, and a sweep's at once do not fit in memory); else from
-    ``jobs`` or an older version's table assembled at the folder's top."""
-    if jobs is None:
-        paths = run_tables(folder, "jobs", wanted)
-        if paths is not None:
-            files = dict(zip(wanted.loc[wanted["status"] == "ok", "run"], paths, strict=True))
-            return lambda run: pd.read_parquet(files[run], columns=[
-                c for c in pq.read_schema(files[run]).names if c in JOB_COLUMNS])
-        jobs = detail_table(folder, "jobs", wanted)
-    if jobs is None:
+    """One run's jobs by run id, the columns a comparison uses: read from
+    the run's own file when asked (a pair at a time: a paper-scale week's
+    run has millions of jobs, and a sweep's at once do not fit in memory),
+    else from ``jobs`` or an older version's table at the folder's top."""
+    tables = {row.run: table for row, table in run_columns(folder, "jobs", wanted, table=jobs)}
+    if not tables and jobs is None:
         raise SpecError("these runs kept no jobs table", where=str(folder))
-    jobs = jobs[jobs["run"].isin(wanted["run"])]  # an older folder's table has every run
-    # each row's run identity (not every runs.parquet column: its ``tasks`` is the run's)
-    tags = [c for c in identity_columns(wanted) if c in jobs.columns]
-    by_run = {run: part.drop(columns=tags) for run, part in jobs.groupby("run", sort=False)}
-    empty = jobs.iloc[0:0].drop(columns=tags)  # an ok run with no jobs
-    return lambda run: by_run.get(run, empty)
+
+    def jobs_of(run: str) -> pd.DataFrame:
+        if run in tables:
+            return tables[run].frame(JOB_COLUMNS)
+        # an ok run with no jobs in a table read whole (every run has its own file)
+        some = next(iter(tables.values()), None)
+        return (some.frame(JOB_COLUMNS) if some is not None else jobs.drop(
+            columns=identity_columns(wanted), errors="ignore")).iloc[0:0]
+    return jobs_of

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hierfair.experiment.detail import run_columns
 from hierfair.report.figures import (
     facet_titles,
     facets,
@@ -36,7 +37,6 @@ from hierfair.report.figures import (
 from hierfair.report.sampled import (
     MAX_POINTS,
     ecdf_points,
-    run_columns,
     span_edges,
     span_means,
     steps,
@@ -57,11 +57,11 @@ def _utilization_steps(folder: Path, runs: pd.DataFrame) -> Iterator[tuple[str, 
     """Per run of ``runs``: its id and each resource's step series to its end
     (the last finish, or where a run with work left was stopped), as
     :func:`~hierfair.report.sampled.steps` draws it, a run and a row group at a time."""
-    for row, names, table in run_columns(folder, "utilization", runs):
+    for row, table in run_columns(folder, "utilization", runs):
         stopped = getattr(row, "stopped_at", float("nan"))
         end = float(row.makespan) if stopped != stopped else max(float(row.makespan),
                                                                   float(stopped))
-        resources = [r for r in names if r != "time"]
+        resources = [r for r in table.names if r != "time"]
         rows = table.rows()
         if rows == 0:
             continue
@@ -122,13 +122,13 @@ def plot_waits(folder: Path) -> Path | None:
     (the paper-scale week's sweep is ~50 M jobs)."""
     ok, points, note = grid_points(_ok(folder))
     frames = []
-    tables = {row.run: (names, table) for row, names, table in  # files not read yet
+    tables = {row.run: table for row, table in  # files not read yet
               run_columns(folder, "jobs", ok, ["wait", "completion"])}
     for (label, point), group in ok.groupby(["label", "grid"], sort=False):
         pooled: dict[str, list[np.ndarray]] = {"wait": [], "completion": []}
-        for names, table in (tables[run] for run in group["run"] if run in tables):
+        for table in (tables[run] for run in group["run"] if run in tables):
             for col, arrays in pooled.items():
-                if col in names:
+                if col in table.names:
                     arrays.append(table.column(col).astype(float))
         for col, arrays in pooled.items():
             if arrays:

@@ -6,21 +6,15 @@ millions of jobs, and a report of its sweep reads 24 such runs.
 :func:`steps` draws a step series as the mean over each of MAX_POINTS
 equal spans (:func:`span_means`, carried from row group to row group);
 :func:`ecdf_points` gives a sample's ECDF as MAX_POINTS weighted values,
-exact at each; :func:`run_columns` reads one run's table from its own file
-or from an older version's table assembled at the folder's top.
+exact at each.  A run's table is read a piece at a time through
+:func:`hierfair.experiment.detail.run_columns`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import NamedTuple
+from collections.abc import Iterable
 
 import numpy as np
-import pandas as pd
-import pyarrow.parquet as pq
-
-from hierfair.experiment.detail import detail_table, run_tables
 
 #: Longer step series and samples are drawn from this many points (a figure, not a table).
 MAX_POINTS = 2000
@@ -75,80 +69,6 @@ def span_means(batches: Iterable[tuple[np.ndarray, list[np.ndarray]]], edges: np
     e = edges[done:]
     area[:, done:] = last[2][:, None] + last[1][:, None] * (e - last[0])
     return list(np.diff(area, axis=1) / np.diff(edges))
-
-
-class FileTable(NamedTuple):
-    """One run's table in its own parquet file, read a column or a row group
-    at a time."""
-
-    path: Path
-
-    def rows(self) -> int:
-        return pq.ParquetFile(self.path).metadata.num_rows
-
-    def column(self, name: str) -> np.ndarray:
-        return pq.read_table(self.path, columns=[name]).column(0).to_numpy()
-
-    def bounds(self, name: str) -> tuple[float, float]:
-        """The column's first and last values (times are in order)."""
-        file = pq.ParquetFile(self.path)
-        held = [g for g in range(file.num_row_groups) if file.metadata.row_group(g).num_rows]
-        first = file.read_row_group(held[0], columns=[name]).column(0)
-        last = file.read_row_group(held[-1], columns=[name]).column(0)
-        return float(first[0].as_py()), float(last[-1].as_py())
-
-    def batches(self, names: list[str]) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
-        """(first column, the others) a row group at a time."""
-        file = pq.ParquetFile(self.path)
-        for g in range(file.num_row_groups):
-            part = file.read_row_group(g, columns=names)
-            yield part.column(0).to_numpy(), [c.to_numpy() for c in part.columns[1:]]
-
-
-class FrameTable(NamedTuple):
-    """One run's rows of an older version's table assembled at the folder's
-    top (already in memory)."""
-
-    frame: pd.DataFrame
-
-    def rows(self) -> int:
-        return len(self.frame)
-
-    def column(self, name: str) -> np.ndarray:
-        return self.frame[name].to_numpy(float)
-
-    def bounds(self, name: str) -> tuple[float, float]:
-        col = self.column(name)
-        return float(col[0]), float(col[-1])
-
-    def batches(self, names: list[str]) -> Iterator[tuple[np.ndarray, list[np.ndarray]]]:
-        yield self.column(names[0]), [self.column(n) for n in names[1:]]
-
-
-def run_columns(folder: Path, name: str, runs: pd.DataFrame,
-                columns: list[str] | None = None
-                ) -> Iterator[tuple[tuple, list[str], FileTable | FrameTable]]:
-    """Per ok run of ``runs`` that kept table ``name``: its row, the table's
-    own column names and the table, so that a figure holds a run's column
-    or row group at a time (a week's utilisation is ~70 M rows a run at
-    offered load 0.5, its jobs table ~2 M; all of a report's runs at once
-    did not fit in 24 GiB).  Reads either layout: per-run files, or an
-    older version's table assembled at the folder's top (``columns``: the
-    ones to read of it; it is read whole each call, so call once)."""
-    paths = run_tables(folder, name, runs)
-    parts: dict[str, pd.DataFrame] = {}
-    if paths is None:  # an older version's assembled table, or none kept
-        table = detail_table(folder, name, runs, columns=columns and ["run", *columns])
-        if table is None:
-            return
-        parts = dict(tuple(table.groupby("run", sort=False)))
-    for i, row in enumerate(runs[runs["status"] == "ok"].itertuples(index=False)):
-        if paths is not None:
-            yield row, pq.read_schema(paths[i]).names, FileTable(paths[i])
-        elif row.run in parts:
-            part = parts[row.run]
-            own = [c for c in part.columns if c not in set(runs.columns) | {"run"}]
-            yield row, own, FrameTable(part)
 
 
 def ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
