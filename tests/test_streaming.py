@@ -20,6 +20,7 @@ from hierfair.algorithms import make_policy
 from hierfair.experiment.results import WALL_CLOCK_COLUMNS, summarize
 from hierfair.experiment.spec import build_experiment
 from hierfair.experiment.spec_yaml import read_yaml
+from hierfair.sim.model import Job
 from hierfair.sim.recording import Recorder
 
 from .conftest import experiment
@@ -249,6 +250,37 @@ def test_a_task_that_starts_and_finishes_at_its_blocks_retirement_is_kept(
     assert sim._ledger._store.returned == 1
     assert (sim._ledger.column("finish") == kept.tasks["finish"].to_numpy()).all()
     assert result.schedule_digest == kept.schedule_digest
+
+
+def test_a_block_left_with_waiting_tasks_near_the_front_retires_once_it_falls_behind(
+        tmp_path, monkeypatch):
+    """A block whose last running task finished while it was within
+    RETIRE_LAG of the newest arrivals, its other tasks waiting, retires when
+    arrivals leave it behind -- not only at a later finish of its own, which
+    a queue days behind may not give for days (slots-10 at load 1, paper
+    scale, kept most blocks behind the front so: ~800 MB a simulated day)."""
+    monkeypatch.setattr(ledger_module, "RETIRE_LAG", 2)
+    # a job a block, a block a page (a first start gives its whole page columns)
+    page = np.ones(1 << taskstore.PAGE_SHIFT)
+    jobs = [Job(i, 1, 0.0, np.ones(2), page) for i in range(4)]
+    led = ledger_module.Ledger(jobs, 2, 1, retire=True, spill_dir=str(tmp_path),
+                               block_shift=taskstore.PAGE_SHIFT)
+    store = led._store
+    led.arrive(0, 0.0)
+    task = led.launch(0, 1, 0, 0.0)
+    led.stop(task, 1.0, ledger_module.FINISHED)
+    led.arrive(1, 2.0)  # block 0 is one block behind the newest: within the lag
+    assert not store.retired[0] and led.has_columns(task)
+    led.arrive(2, 3.0)  # two behind: past it, its finished task's memory goes
+    assert store.retired[0] and not led.has_columns(task)
+    assert led.column("finish")[task] == 1.0 and led.column("server")[task] == 0
+    # a waiting task of it brings it back; both finishes read back
+    second = led.launch(0, 1, 0, 4.0)
+    led.stop(second, 5.0, ledger_module.FINISHED)
+    assert store.returned == 1 and list(led.column("finish")[:2]) == [1.0, 5.0]
+    assert store.retired[0]  # it went again at that finish, behind the front
+    led.arrive(3, 6.0)
+    assert not store.retired[1] and not store.retired[2]  # nothing of theirs finished
 
 
 def test_the_row_groups_a_table_streams_are_pyarrows_own(tmp_path):
