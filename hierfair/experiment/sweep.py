@@ -87,7 +87,7 @@ from hierfair.experiment.runs_table import (
 )
 from hierfair.experiment.slices import NOT_RUN, Only, describe, selects
 from hierfair.experiment.spec import SeedRange
-from hierfair.experiment.workers import _backend
+from hierfair.experiment.workers import _backend, give_back_memory
 
 # This module's own functions, and every name it defined before it was split
 # by job, for code that imports them from here.  Code looks a name up in the
@@ -273,6 +273,10 @@ def _lost(task: tuple, why: str) -> list[dict[str, Any]]:
 def execute_all(runs: Sequence[PlannedRun], folder: str, source: str, data_dir: str | None,
                 timeout: float | None, reraise: bool = False,
                 progress_every: float | None = None) -> list[dict[str, Any]]:
-    """:func:`execute` each run in turn, in this process."""
-    return [execute(run, folder, source, data_dir, timeout, reraise, progress_every)
-            for run in runs]
+    """:func:`execute` each run in turn, in this process, giving back what
+    each freed (:func:`~hierfair.experiment.workers.give_back_memory`)."""
+    rows = []
+    for run in runs:
+        rows.append(execute(run, folder, source, data_dir, timeout, reraise, progress_every))
+        give_back_memory()
+    return rows

@@ -14,6 +14,9 @@ or on a Dask cluster (``dask``; implied by a scheduler address).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
 import os
 import signal
 import threading
@@ -57,6 +60,42 @@ def parallel(n_jobs: int, tasks: Iterable[Any], unordered: bool = False) -> Iter
     finally:
         if main:
             signal.signal(signal.SIGINT, before)
+
+
+#: Resident memory above which a process gives back what a run freed
+#: (:func:`give_back_memory`); below it a sweep of small runs would pay a
+#: collection each for nothing.
+RELEASE_ABOVE = 512 << 20
+
+
+def give_back_memory() -> bool:
+    """After a run: what it freed, back to the system, if this process holds
+    more than :data:`RELEASE_ABOVE`.  pyarrow's pool (mimalloc) and glibc's
+    heap each keep freed pages for their own reuse, so a worker carried into
+    its next run what its last one had freed in the other: a paper-scale week
+    left a worker at ~1.1 GB between runs (docs/performance.md, "Memory a
+    worker keeps between runs").  Returns whether it looked."""
+    if _resident() < RELEASE_ABOVE:
+        return False
+    gc.collect()
+    import pyarrow
+
+    pyarrow.default_memory_pool().release_unused()
+    libc = ctypes.util.find_library("c")
+    if libc:
+        trim = getattr(ctypes.CDLL(libc), "malloc_trim", None)  # glibc's alone
+        if trim is not None:
+            trim(0)
+    return True
+
+
+def _resident() -> int:
+    """This process's resident bytes (0 where /proc is not there)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 #: What a sweep's runs go through (:func:`_backend`): ``fn(*task)`` for every
