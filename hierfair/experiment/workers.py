@@ -15,7 +15,6 @@ or on a Dask cluster (``dask``; implied by a scheduler address).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import os
 import signal
@@ -81,11 +80,12 @@ def give_back_memory() -> bool:
     import pyarrow
 
     pyarrow.default_memory_pool().release_unused()
-    libc = ctypes.util.find_library("c")
-    if libc:
-        trim = getattr(ctypes.CDLL(libc), "malloc_trim", None)  # glibc's alone
-        if trim is not None:
-            trim(0)
+    try:  # the process's own symbols: no search for libc (find_library runs ldconfig)
+        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # glibc's alone
+    except OSError:
+        trim = None
+    if trim is not None:
+        trim(0)
     return True
 
 
