@@ -290,13 +290,10 @@ class Ledger:
         return job_id
 
     def _retire_fallen_behind(self, now: float) -> None:
-        """Blocks that have just fallen RETIRE_LAG behind the newest arrivals
-        and hold finished tasks but none running retire now.  :meth:`stop`
-        looks only when a block's last running task finishes: one that was
-        still near the front then, its other tasks waiting, kept its pages
-        until a task of it next started and finished -- under slots-10 at
-        load 1 (paper scale) most blocks behind the front were such, ~800
-        MB a simulated day."""
+        """Blocks just fallen RETIRE_LAG behind the newest arrivals, holding
+        finished tasks and none running, retire: :meth:`stop` looks only at a
+        block's last finish, and one near the front then kept its pages for
+        as long as its waiting tasks waited (docs/simulator.md)."""
         store = self._store
         end = (self.filled >> store.shift) - RETIRE_LAG
         for block in range(self._lag_checked, end):
