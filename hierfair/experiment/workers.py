@@ -79,7 +79,9 @@ def give_back_memory() -> bool:
     gc.collect()
     import pyarrow
 
-    pyarrow.default_memory_pool().release_unused()
+    release = getattr(pyarrow.default_memory_pool(), "release_unused", None)  # pyarrow >= 9
+    if release is not None:
+        release()
     try:  # the process's own symbols: no search for libc (find_library runs ldconfig)
         trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # glibc's alone
     except OSError:

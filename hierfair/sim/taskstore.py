@@ -107,8 +107,9 @@ class TaskColumns:
         """Keep the block's digested columns on disk and give the pages of
         every column but the states back; they read as zeros from now on.
         The spill file gets a record of the tasks that finished since the
-        block last retired (now at ``now``, a finish; its other tasks have
-        not started, so read as blank): each finished task is written once,
+        block last retired (now at ``now``: a finish, or an arrival that left
+        it behind; its other tasks have not started, so read as blank): each
+        finished task is written once,
         however often its block comes back (a block that came back holds its
         earlier finished tasks blank, whose NaN finish the filter skips; ``>=``
         keeps a task that started and finished at the very time of the last
