@@ -79,9 +79,7 @@ def give_back_memory() -> bool:
     gc.collect()
     import pyarrow
 
-    release = getattr(pyarrow.default_memory_pool(), "release_unused", None)  # pyarrow >= 9
-    if release is not None:
-        release()
+    pyarrow.default_memory_pool().release_unused()
     try:  # the process's own symbols: no search for libc (find_library runs ldconfig)
         trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # glibc's alone
     except OSError:

@@ -109,12 +109,12 @@ class TaskColumns:
         The spill file gets a record of the tasks that finished since the
         block last retired (now at ``now``: a finish, or an arrival that left
         it behind; its other tasks have not started, so read as blank): each
-        finished task is written once,
-        however often its block comes back (a block that came back holds its
-        earlier finished tasks blank, whose NaN finish the filter skips; ``>=``
-        keeps a task that started and finished at the very time of the last
-        retirement).  A record is a compressed piece per column (the tasks' offsets in the
-        block first), so reading one column back reads only its pieces."""
+        finished task is written once, however often its block comes back (a
+        block that came back holds its earlier finished tasks blank, whose
+        NaN finish the filter skips; ``>=`` keeps a task that started and
+        finished at the very time of the last retirement).  A record is a
+        compressed piece per column (the tasks' offsets in the block first),
+        so reading one column back reads only its pieces."""
         lo, hi = self.bounds(block)
         if self._spill is None:
             self._spill = unnamed_file(self, self._spill_dir)
