@@ -192,6 +192,20 @@ def test_pairing_by_seed_and_grid_point_in_a_folder(tmp_path):
         improvement_between(tmp_path, "hdrf", "slots")
 
 
+def test_a_runs_table_given_is_the_one_paired(tmp_path):
+    # A claim is measured on the runs table evaluate is given (it may hold a
+    # row the folder's runs.parquet lacks: a run finished but not yet written
+    # into it); improvement checks pair that table, as every other check reads it.
+    rows = [{"run": "a", "label": "x", "seed": 0, "status": "ok"},
+            {"run": "b", "label": "y", "seed": 0, "status": "ok"}]
+    write_folder(tmp_path / "s", rows[:1], {"a": A, "b": B})
+    with pytest.raises(SpecError, match="no runs of this label"):
+        improvement_between(tmp_path / "s", "x", "y")
+    out = improvement_between(tmp_path / "s", "x", "y", runs=pd.DataFrame(rows))
+    assert out.attrs["pairs"] == 1 and out["improvement"].tolist() == pytest.approx(
+        [50.0, 200 / 3, -25.0])
+
+
 def test_different_workloads_in_a_folder_name_the_runs(tmp_path):
     runs = [{"run": "a", "label": "x", "seed": 0, "status": "ok"},
             {"run": "b", "label": "y", "seed": 0, "status": "ok"}]
@@ -254,6 +268,24 @@ def test_the_report_draws_the_improvement_cdf_of_every_compared_pair(tmp_path):
     assert improvement_pairs(folder) == [("hdrf", "slots-4", {}), ("drf", "slots-4", {})]
     assert plot_improvement(folder) == folder / "improvement.png"
     assert "(H-DRF §5.2).](imp/improvement.png)" in write_report(tmp_path).read_text()
+
+
+def test_a_claim_pairs_the_runs_it_is_given(tmp_path):
+    # evaluate measures every check on the runs table it is given; a row that
+    # is not (yet) in the folder's runs.parquet counts for improvement checks too
+    from hierfair.experiment.claims import evaluate
+    from hierfair.experiment.spec import build_experiment
+
+    spec = small_sweep(claims=[{"claim": "c", "source": "s", "checks": [
+        {"algorithm": "hdrf", "improvement_over": "slots-4", "above": -1000}]}])
+    runs = sweep(spec, tmp_path, jobs=1)
+    folder = tmp_path / "imp"
+    runs[runs["label"] == "hdrf"].to_parquet(folder / "runs.parquet")  # slots-4's row lost
+    exp = build_experiment(spec)
+    check = evaluate(exp, runs, folder=folder)[0].checks[0]
+    assert (check.outcome, check.seeds) == ("inconclusive", 1)  # one seed: no interval
+    assert check.measured == improvement_between(folder, "hdrf", "slots-4", runs=runs)[
+        "improvement"].mean()
 
 
 def test_many_leaves_are_drawn_by_their_ancestors():

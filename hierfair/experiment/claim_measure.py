@@ -226,7 +226,7 @@ class _Measurer:
             return pd.Series(dtype=float)
         # read a pair of runs at a time: a paper-scale sweep's jobs do not fit at once
         jobs = improvement_between(self.folder, label, check.improvement_over,
-                                   where=check.where or None)
+                                   where=check.where or None, runs=self.all_runs)
         if check.leaf is not None:
             jobs = jobs[jobs["leaf"] == check.leaf]
         values = {}

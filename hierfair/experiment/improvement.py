@@ -255,10 +255,12 @@ def grid_columns(runs: pd.DataFrame) -> list[str]:
 def improvement_between(folder: str | Path, label_a: str, label_b: str,
                         where: Mapping[str, Any] | None = None, *,
                         relative_to: RelativeTo = "response_b",
-                        jobs: pd.DataFrame | None = None) -> pd.DataFrame:
+                        jobs: pd.DataFrame | None = None,
+                        runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """:func:`response_time_improvement` of ``label_a`` over ``label_b`` for
     every seed and grid point of a sweep (``jobs``: the folder's jobs table
-    when the caller has read it already).
+    when the caller has read it already; ``runs``: the runs table to pair, as
+    the caller has it, else the folder's runs.parquet).
 
     ``folder`` is one spec's results folder (``OUT/<spec>``, holding
     runs.parquet and jobs.parquet).  The ok runs of the two labels are paired
@@ -277,10 +279,11 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
     """
     folder = Path(folder)
     runs_path = folder / "runs.parquet"
-    if not runs_path.exists():
-        raise SpecError("no runs.parquet here; give one spec's results folder (OUT/<spec>)",
-                        where=str(folder))
-    runs = pd.read_parquet(runs_path)
+    if runs is None:
+        if not runs_path.exists():
+            raise SpecError("no runs.parquet here; give one spec's results folder "
+                            "(OUT/<spec>)", where=str(folder))
+        runs = pd.read_parquet(runs_path)
     labels = sorted(runs["label"].unique())
     for label in (label_a, label_b):
         if label not in labels:
