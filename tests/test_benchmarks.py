@@ -126,3 +126,40 @@ def test_a_run_without_per_task_tables_is_estimated_lean():
     week = dict(servers=1200, nodes=10, depth=2, resources=2, jobs=283_920, tasks=22_773_933)
     lean, full = Size(**week, lean=True).estimate_bytes(), Size(**week).estimate_bytes()
     assert lean < 10 * 2**30 < 24 * 2**30 < full
+
+
+def _results(folder: Path, value: float) -> None:
+    import pandas as pd
+    runs = pd.DataFrame({"run": ["drf-s0-aa"], "label": ["drf"], "seed": [0], "grid_point": [0],
+                         "makespan": [3.0], "wall_seconds": [float(value)]})
+    (folder / "runs" / "drf-s0-aa").mkdir(parents=True)
+    runs.to_parquet(folder / "runs.parquet")
+    pd.DataFrame({"task": [0, 1], "start": [0.0, value]}).to_parquet(
+        folder / "runs" / "drf-s0-aa" / "tasks.parquet")
+
+
+def test_golden_comparison_finds_one_changed_cell(tmp_path):
+    from benchmarks import golden
+    for name, value in (("a", 1.0), ("b", 1.0), ("c", 1.5)):
+        _results(tmp_path / name, value)
+    assert golden.compare_folders(tmp_path / "a", tmp_path / "b") == 1
+    with pytest.raises(AssertionError, match="tasks.parquet"):
+        golden.compare_folders(tmp_path / "a", tmp_path / "c")
+
+
+@pytest.mark.skipif(not (Path(__file__).parent.parent / ".git").exists(),
+                    reason="not a git checkout: nothing to export")
+def test_golden_base_imports_its_own_algorithms(tmp_path):
+    # The trap the script exists for: PYTHONPATH at a plain checkout still
+    # imports this checkout's hierfair.algorithms (the editable install).
+    import shutil
+
+    from benchmarks import golden
+    code, plain = tmp_path / "code", tmp_path / "plain"
+    golden.export("HEAD", code)
+    golden.check_origin(golden.environment(code), tmp_path, code)
+    shutil.copytree(code, plain)  # as checked out: algorithms/ beside hierfair/
+    for sub in ("algorithms", "datasets"):
+        shutil.move(plain / "hierfair" / sub, plain / sub)
+    with pytest.raises(SystemExit, match="wrong tree"):
+        golden.check_origin(golden.environment(plain), tmp_path, plain)
