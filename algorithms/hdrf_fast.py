@@ -182,7 +182,8 @@ class FastHDRF(BasePolicy[NoParams]):
         none.flags.writeable = False
         set_leaf(self._F, self._Z, leaf, tuple(self.state.alloc_row(leaf)), none, False, False, 0)
         set_inset(self._Z, np.zeros(0, np.int64), False)
-        walk(self._F, self._Z, self._free, 0, 0, 0, self._memo, self._answers, FORGET)
+        walk(self._F, self._Z, self._free, 0, 0, 0, self._memo, self._answers, FORGET,
+             self._block_top, self._block_dirty)
 
     def make_index(self, cluster: Cluster, placement: Placement) -> ServerIndex:
         """The usual index, keeping its free resources as an array too: the
@@ -190,6 +191,9 @@ class FastHDRF(BasePolicy[NoParams]):
         a round trip to Python)."""
         index = ServerIndex(cluster.capacities, placement, mirror=True)
         self._free = index.mirror
+        assert index.mirror_dirty is not None
+        self._block_dirty = index.mirror_dirty  # blocks of the mirror changed since a walk looked
+        self._block_top = np.zeros((len(self._block_dirty), len(cluster.resources)))  # maxima
         self._free_total = index.free_total_row  # Algorithm 2's W when nothing was released
         return index
 
@@ -301,7 +305,7 @@ class FastHDRF(BasePolicy[NoParams]):
             # only shrank); what fitted may not
             keep = FAILURES if self._epoch == self._memo_epoch else FORGET
         leaf = walk(self._F, self._Z, self._free, allowed, slot, stamp, self._memo,
-                    self._answers, keep)
+                    self._answers, keep, self._block_top, self._block_dirty)
         self._keep = ALL  # the free space changes only after select returns
         self._memo_epoch = self._epoch
         return None if leaf < 0 else leaf

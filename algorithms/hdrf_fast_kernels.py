@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from hierfair.sim.jit import jit
-from hierfair.sim.placement import TOLERANCE
+from hierfair.sim.placement import BRANCH, TOLERANCE
 
 # -- the node arrays ---------------------------------------------------------
 # Floats F[row, node]: share, share / weight, the walk's score (share /
@@ -194,16 +194,36 @@ def flush(F: np.ndarray, Z: np.ndarray) -> int:
 
 
 @jit
-def fits(free: np.ndarray, F: np.ndarray, first: int, v: int, m: int) -> bool:
+def fits(free: np.ndarray, F: np.ndarray, first: int, v: int, m: int, top: np.ndarray,
+         dirty: np.ndarray) -> bool:
     """Whether some server has room for the vector ``F[first:first + m, v]``:
     the placement index's test (:data:`hierfair.sim.placement.TOLERANCE`) on
-    its array of free resources per server."""
-    for s in range(free.shape[0]):
+    its array of free resources per server.  Servers are tested a block of
+    ``BRANCH`` at a time, and a block none of whose servers has enough of
+    some resource is skipped: ``top`` holds each block's per-resource
+    maxima, taken again here when the index marked the block ``dirty`` (a
+    full cluster otherwise costs a test of every server)."""
+    n = free.shape[0]
+    for b in range(top.shape[0]):
+        lo = b * BRANCH
+        hi = min(lo + BRANCH, n)
+        if dirty[b]:
+            for j in range(m):
+                most = free[lo, j]
+                for s in range(lo + 1, hi):
+                    most = max(most, free[s, j])
+                top[b, j] = most
+            dirty[b] = 0
         for j in range(m):
-            if free[s, j] < F[first + j, v] - TOLERANCE:
+            if top[b, j] < F[first + j, v] - TOLERANCE:
                 break
         else:
-            return True
+            for s in range(lo, hi):
+                for j in range(m):
+                    if free[s, j] < F[first + j, v] - TOLERANCE:
+                        break
+                else:
+                    return True
     return False
 
 
@@ -216,7 +236,8 @@ FORGET, FAILURES, ALL = 0, 1, 2
 
 @jit
 def fits_known(free: np.ndarray, F: np.ndarray, first: int, v: int, m: int,
-               memo: np.ndarray, answers: np.ndarray, known: int) -> tuple[bool, int]:
+               memo: np.ndarray, answers: np.ndarray, known: int, top: np.ndarray,
+               dirty: np.ndarray) -> tuple[bool, int]:
     """:func:`fits`, answered from earlier answers when one decides it (an
     answer that fits, given on this very free space; one that fits nowhere,
     on this one or on one it has only shrunk from): a vector no smaller
@@ -238,7 +259,7 @@ def fits_known(free: np.ndarray, F: np.ndarray, first: int, v: int, m: int,
                     break
             else:
                 return False, known
-    ok = fits(free, F, first, v, m)
+    ok = fits(free, F, first, v, m, top, dirty)
     if known < MEMO:
         for j in range(m):
             memo[known, j] = F[first + j, v]
@@ -249,7 +270,8 @@ def fits_known(free: np.ndarray, F: np.ndarray, first: int, v: int, m: int,
 
 @jit
 def walk(F: np.ndarray, Z: np.ndarray, free: np.ndarray, allowed: int, slot: int,
-         stamp: int, memo: np.ndarray, answers: np.ndarray, keep: int) -> int:
+         stamp: int, memo: np.ndarray, answers: np.ndarray, keep: int, top: np.ndarray,
+         dirty: np.ndarray) -> int:
     """Flush, then the first leaf whose task fits, depth first from the root into the
     least (score, position) child with a leaf of ``A`` (``allowed`` supports)
     below that is not blocked (its ``BLOCKED + slot`` entry is not
@@ -288,7 +310,8 @@ def walk(F: np.ndarray, Z: np.ndarray, free: np.ndarray, allowed: int, slot: int
             continue
         lo, hi = Z[KID_PTR, v], Z[KID_PTR, v + 1]
         if lo == hi:
-            ok, known = fits_known(free, F, need, v, m, memo, answers, known)
+            ok, known = fits_known(free, F, need, v, m, memo, answers, known, top,
+                                   dirty)
             if ok:
                 Z[META, KNOWN] = known
                 return v
@@ -302,7 +325,8 @@ def walk(F: np.ndarray, Z: np.ndarray, free: np.ndarray, allowed: int, slot: int
             Z[META, CHECKS] += 1
             ok = False
             if Z[HASMIN, v]:
-                ok, known = fits_known(free, F, low, v, m, memo, answers, known)
+                ok, known = fits_known(free, F, low, v, m, memo, answers, known,
+                                       top, dirty)
             if ok:
                 Z[OK, v] = walk_id
             else:

@@ -7,7 +7,8 @@ each, CPU time of the simulation only, the schedule digest asserted equal.
 
 The base's ``walk`` is compiled from ``git show REV:algorithms/hdrf_fast_kernels.py``
 (default 1f996ed, before fit answers were remembered) and called with this
-checkout's arguments minus the ones it does not take.  docs/performance.md,
+checkout's arguments minus the ones it does not take (arguments are only
+ever added at the end).  docs/performance.md,
 "hdrf-fast's walk remembers fit answers", quotes its output.
 """
 from __future__ import annotations
@@ -36,7 +37,8 @@ def base_walk(rev: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     walk = module.walk
-    return lambda F, Z, free, allowed, slot, stamp, *_: walk(F, Z, free, allowed, slot, stamp)
+    takes = getattr(walk, "py_func", walk).__code__.co_argcount  # new arguments come last
+    return lambda *args: walk(*args[:takes])
 
 
 def main() -> None:

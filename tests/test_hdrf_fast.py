@@ -28,7 +28,7 @@ from hierfair.experiment.allocate import allocate
 from hierfair.experiment.spec import load_spec
 from hierfair.sim import Faults, Interruptions, Simulator, jit
 from hierfair.sim.model import Cluster, Hierarchy, Job, Workload
-from hierfair.sim.placement import TOLERANCE
+from hierfair.sim.placement import TOLERANCE, ServerIndex
 
 from .conftest import EXPERIMENTS
 from .test_hdrf_properties import trees
@@ -189,6 +189,7 @@ def test_remembered_fit_answers_are_the_scans_answers(data, m, n_servers):
                                  max_size=3 * hf.MEMO))
     memo, answers, known = np.zeros((hf.MEMO, m)), np.zeros(hf.MEMO, np.bool_), 0
     F = np.zeros((hf.U0 + m, 1))
+    top, dirty = np.zeros((1, m)), np.ones(1, np.uint8)  # one block of maxima
 
     def truth(q):
         return any(all(f >= x - TOLERANCE for f, x in zip(row, q)) for row in free)
@@ -196,14 +197,58 @@ def test_remembered_fit_answers_are_the_scans_answers(data, m, n_servers):
     scanned = []  # the queries no earlier answer decides: a scan each, remembered
     for q in queries:
         F[hf.U0:, 0] = q
-        ok, known = hf.fits_known(free, F, hf.U0, 0, m, memo, answers, known)
-        assert ok == truth(q) == hf.fits(free, F, hf.U0, 0, m)
+        ok, known = hf.fits_known(free, F, hf.U0, 0, m, memo, answers, known, top, dirty)
+        assert ok == truth(q) == hf.fits(free, F, hf.U0, 0, m, top, dirty)
         if not any(all(x <= y for x, y in zip(q, r)) if truth(r) else
                    all(x >= y for x, y in zip(q, r)) for r in scanned[:hf.MEMO]):
             scanned.append(q)
     assert known == min(hf.MEMO, len(scanned))
     assert [bool(a) for a in answers[:known]] == [truth(r) for r in scanned[:known]]
     assert memo[:known].tolist() == scanned[:known]
+
+
+@settings(deadline=None)  # the first call may compile the kernel
+@given(data=st.data(), m=st.integers(1, 3), n_servers=st.integers(1, 50))
+def test_the_fit_test_skips_only_blocks_where_nothing_fits(data, m, n_servers):
+    # The walk's fit test skips a block of servers by its per-resource maxima,
+    # taken again when the index marks the block changed: after any sequence
+    # of allocations, releases and outages it answers as a scan of every
+    # server does.  Tasks take half or all of a server's room, so blocks fill
+    # up, and the questions are a server's own free row (fits, perhaps only
+    # there), a little more than it, and a random vector.
+    grid = st.sampled_from([0.0, 1.0, 2.0, 4.0])
+    caps = np.array(data.draw(st.lists(st.lists(grid, min_size=m, max_size=m),
+                                       min_size=n_servers, max_size=n_servers)))
+    index = ServerIndex(caps, mirror=True)
+    top, dirty = np.zeros((len(index.mirror_dirty), m)), index.mirror_dirty
+    F = np.zeros((hf.U0 + m, 1))
+    held: list[tuple[int, tuple[float, ...]]] = []
+    down: set[int] = set()
+    servers = st.integers(0, n_servers - 1)
+    for _ in range(data.draw(st.integers(1, 80))):
+        s = data.draw(servers)
+        op = data.draw(st.sampled_from(["take", "take", "give", "down", "up"]))
+        if op == "take" and s not in down:
+            need = tuple(float(f) * data.draw(st.sampled_from([0.5, 1.0]))
+                         for f in index.free_of(s))
+            index.allocate(s, need)
+            held.append((s, need))
+        elif op == "give" and held:
+            index.release(*held.pop(data.draw(st.integers(0, len(held) - 1))))
+        elif op == "down" and s not in down and not any(h == s for h, _ in held):
+            index.set_down(s)
+            down.add(s)
+        elif op == "up" and s in down:
+            index.set_up(s)
+            down.discard(s)
+        row = index.mirror[data.draw(servers)]
+        more = row + np.eye(m)[data.draw(st.integers(0, m - 1))]
+        other = data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0]), min_size=m,
+                                   max_size=m))
+        for need in (row, more, other):
+            F[hf.U0:, 0] = need
+            scan = any(all(f >= x - TOLERANCE for f, x in zip(r, need)) for r in index.mirror)
+            assert hf.fits(index.mirror, F, hf.U0, 0, m, top, dirty) == scan
 
 
 def test_the_kernels_are_compiled_here():

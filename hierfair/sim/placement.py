@@ -48,7 +48,7 @@ import numpy as np
 
 from hierfair.sim.model import TOLERANCE, eligible_servers
 from hierfair.sim.placement_rules import PLACEMENTS, Placement
-from hierfair.sim.placement_scan import ServerScan
+from hierfair.sim.placement_scan import ServerScan, first_room
 
 __all__ = ["BRANCH", "PLACEMENTS", "Index", "Placement", "ServerIndex", "TOLERANCE",
            "first_room"]
@@ -64,34 +64,6 @@ _DOWN = -float("inf")
 
 #: Servers per block of the first-fit maxima (and blocks per super-block).
 BRANCH = 16
-
-
-def first_room(cols: list[list[float]], need: list[float], start: int, stop: int) -> int:
-    """The first ``i`` in ``start..stop-1`` with ``cols[r][i] >= need[r]`` for
-    every resource r, or -1: the scan at the bottom of every search, written
-    out for up to three resources (a zip per server costs more than the test)."""
-    m = len(cols)
-    if m == 2:
-        a, b = cols
-        x, y = need
-        for i in range(start, stop):
-            if a[i] >= x and b[i] >= y:
-                return i
-    elif m == 3:
-        a, b, c = cols
-        x, y, z = need
-        for i in range(start, stop):
-            if a[i] >= x and b[i] >= y and c[i] >= z:
-                return i
-    else:
-        for i in range(start, stop):
-            for col, n in zip(cols, need):
-                if col[i] < n:
-                    break
-            else:
-                return i
-    return -1
-
 
 
 class Index(Protocol):
@@ -167,6 +139,11 @@ class ServerIndex:
         #: (``mirror``) for compiled code that tests fits itself (hdrf-fast).
         self.mirror = (self.capacity.copy() if mirror or not self._first or self._scan_all
                        else None)
+        #: With the mirror: per block of BRANCH servers, whether its rows changed
+        #: since a compiled reader last took their maxima (set here, cleared
+        #: there; an allocation leaves them bounds, but loose ones prune nothing).
+        self.mirror_dirty = (np.ones(-(-len(self.capacity) // BRANCH), np.uint8)
+                             if self.mirror is not None else None)
         #: the questions answered by a scan of every server
         self._scanner = ServerScan(self.capacity, self._scale, self.placement, self.headroom,
                                    self.mirror)
@@ -257,6 +234,7 @@ class ServerIndex:
                 new = free[r][server] = free[r][server] - n
                 if self.mirror is not None:
                     self.mirror[server, r] = new
+                    self.mirror_dirty[server // BRANCH] = 1  # type: ignore[index]
         self._shrunk(server)  # the blocks' bounds stay bounds: see _scan
 
     def release(self, server: int, need: tuple[float, ...]) -> None:
@@ -272,6 +250,7 @@ class ServerIndex:
             new = below[server] = below[server] + n
             if self.mirror is not None:
                 self.mirror[server, r] = new
+                self.mirror_dirty[server // BRANCH] = 1  # type: ignore[index]
             if not self._first:
                 continue
             i = server
@@ -304,6 +283,7 @@ class ServerIndex:
         below[server] = new
         if self.mirror is not None:
             self.mirror[server, r] = new
+            self.mirror_dirty[server // BRANCH] = 1  # type: ignore[index]
         if not self._first:
             return
         i = server

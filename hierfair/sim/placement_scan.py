@@ -11,6 +11,9 @@ free vector (the index's ``mirror``, shared, not copied):
 * a headroom with ``count_exempt`` (the room differs per server: what exempt
   tasks hold there counts towards it, :mod:`hierfair.sim.headroom`).
 
+:func:`first_room` is the index's own scan of a range of servers, at the
+bottom of its block search.
+
 ``random`` draws only in :meth:`ServerScan.choose`, where a task is placed;
 whether a demand fits is a question of room alone (:meth:`ServerScan.any_room`),
 so the draws do not depend on how often a policy asks.
@@ -97,3 +100,30 @@ class ServerScan:
         assert self.free is not None
         return self.rule(self.free, np.asarray(demand), ok, self.scale, self.capacity,
                          self.rng)
+
+
+def first_room(cols: list[list[float]], need: list[float], start: int, stop: int) -> int:
+    """The first ``i`` in ``start..stop-1`` with ``cols[r][i] >= need[r]`` for
+    every resource r, or -1: the scan at the bottom of every search, written
+    out for up to three resources (a zip per server costs more than the test)."""
+    m = len(cols)
+    if m == 2:
+        a, b = cols
+        x, y = need
+        for i in range(start, stop):
+            if a[i] >= x and b[i] >= y:
+                return i
+    elif m == 3:
+        a, b, c = cols
+        x, y, z = need
+        for i in range(start, stop):
+            if a[i] >= x and b[i] >= y and c[i] >= z:
+                return i
+    else:
+        for i in range(start, stop):
+            for col, n in zip(cols, need):
+                if col[i] < n:
+                    break
+            else:
+                return i
+    return -1
