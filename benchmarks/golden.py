@@ -10,8 +10,11 @@ Each spec is run by ``hierfair run`` twice, with the code of ``REV`` into
 compared with ``pandas.testing.assert_frame_equal(check_exact=True)``
 (dtypes included; only the decisions' ``latency_ns`` left out), and
 runs.parquet without its wall-clock and provenance columns.  Exit status 1
-if anything differs.  A change that should not move any schedule (a faster
-path, a memory change) is shown to by this, for every spec it touches.
+if anything differs, or could not be compared: a side that failed, a spec
+with no results, a run that did not end ``ok``.  A change that should not
+move any schedule (a faster path, a memory change) is shown to by this, for
+every spec it touches.  Claim verdicts (claims.json) are not compared: those
+over wall-clock columns vary from run to run.
 
 How the base runs: ``git archive REV`` into ``DIR/code``, arranged as the
 package is installed (``algorithms/`` and ``datasets/`` inside ``hierfair/``),
@@ -55,16 +58,23 @@ def export(rev: str, code: Path) -> None:
 
 
 def environment(code: Path | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    """The environment of a side: ``code`` first on PYTHONPATH (the user's
+    PYTHONPATH after it, for specs that name ``module:Class``)."""
+    env = dict(os.environ)
     if code is not None:
-        env["PYTHONPATH"] = str(code)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code.resolve()),
+                                                          env.get("PYTHONPATH")]))
     return env
 
 
 def check_origin(env: dict[str, str], cwd: Path, inside: Path) -> None:
+    """Exit unless hierfair and its algorithms and datasets import from
+    ``inside`` (and not from an installed copy in its .venv)."""
     where = subprocess.run([sys.executable, "-c", _WHERE], env=env, cwd=cwd, check=True,
                            capture_output=True, text=True).stdout.split()
-    wrong = [w for w in where if not Path(w).resolve().is_relative_to(inside.resolve())]
+    root = inside.resolve()
+    wrong = [w for w in where if not Path(w).resolve().is_relative_to(root)
+             or Path(w).resolve().is_relative_to(root / ".venv")]
     if wrong:
         raise SystemExit(f"golden: modules from the wrong tree (want {inside}): {wrong}")
 
@@ -72,8 +82,8 @@ def check_origin(env: dict[str, str], cwd: Path, inside: Path) -> None:
 def run_spec(spec: Path, out: Path, env: dict[str, str], cwd: Path, args) -> int:
     cmd = [sys.executable, "-m", "hierfair", "run", str(spec), "--out", str(out),
            "-j", str(args.jobs)]
-    if args.data_dir:
-        cmd += ["--data-dir", args.data_dir]
+    if args.data_dir:  # the command runs elsewhere: a relative folder would miss
+        cmd += ["--data-dir", str(Path(args.data_dir).resolve())]
     log = out.parent / f"{out.name}-{spec.stem}.log"
     with open(log, "w") as f:
         return subprocess.run(cmd, env=env, cwd=cwd, stdout=f, stderr=subprocess.STDOUT).returncode
@@ -82,7 +92,12 @@ def run_spec(spec: Path, out: Path, env: dict[str, str], cwd: Path, args) -> int
 def compare_folders(a: Path, b: Path) -> int:
     """Assert two results folders of one spec hold the same tables; the
     number of run tables compared."""
+    for f in (a, b):
+        assert (f / "runs.parquet").exists(), f"{f}: no results"
     ra, rb = (pd.read_parquet(f / "runs.parquet") for f in (a, b))
+    for f, runs in ((a, ra), (b, rb)):
+        ended = runs["status"].value_counts().to_dict()
+        assert set(ended) == {"ok"}, f"{f}: not every run ended ok: {ended}"
     drop = [c for c in ra.columns if c in WALL_CLOCK_COLUMNS or c in PROVENANCE]
     ids = []
     for runs in (ra, rb):
@@ -114,7 +129,7 @@ def main() -> int:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("-j", "--jobs", type=int, default=1)
     args = ap.parse_args()
-    out = args.out or Path(tempfile.mkdtemp(prefix="golden-"))
+    out = (args.out or Path(tempfile.mkdtemp(prefix="golden-"))).resolve()
     if args.out is not None:
         out.mkdir(parents=True)  # a new folder: this script deletes nothing
     code, work = out / "code", out / "work"
@@ -127,17 +142,22 @@ def main() -> int:
     bad = 0
     for spec in specs:
         before = {side: set((out / side).glob("*/")) for side in sides}
-        for side, env in sides.items():
-            if run_spec(spec, out / side, env, work, args):
-                print(f"{spec.name}: {side} failed (log: {out}/{side}-{spec.stem}.log)")
-        for folder in sorted(set((out / "base").glob("*/")) - before["base"]):
+        failed = [side for side, env in sides.items()
+                  if run_spec(spec, out / side, env, work, args)]
+        for side in failed:
+            print(f"{spec.name}: {side} failed (log: {out}/{side}-{spec.stem}.log)")
+        made = sorted(set((out / "base").glob("*/")) - before["base"])
+        if failed or not made:
+            bad += 1
+            print(f"{spec.name}: NOT COMPARED" + ("" if made else " (no results of the base)"))
+        for folder in made:
             try:
                 n = compare_folders(folder, out / "this" / folder.name)
                 print(f"{spec.name} -> {folder.name}: {n} tables identical", flush=True)
             except AssertionError as e:
                 bad += 1
                 print(f"{spec.name} -> {folder.name}: DIFFERENT: {str(e).splitlines()[0]}")
-    print(f"golden: {len(specs)} specs, {bad} different; folders in {out}")
+    print(f"golden: {len(specs)} specs, {bad} different or not compared; folders in {out}")
     return 1 if bad else 0
 
 

@@ -128,10 +128,10 @@ def test_a_run_without_per_task_tables_is_estimated_lean():
     assert lean < 10 * 2**30 < 24 * 2**30 < full
 
 
-def _results(folder: Path, value: float) -> None:
+def _results(folder: Path, value: float, status: str = "ok") -> None:
     import pandas as pd
     runs = pd.DataFrame({"run": ["drf-s0-aa"], "label": ["drf"], "seed": [0], "grid_point": [0],
-                         "makespan": [3.0], "wall_seconds": [float(value)]})
+                         "status": [status], "makespan": [3.0], "wall_seconds": [float(value)]})
     (folder / "runs" / "drf-s0-aa").mkdir(parents=True)
     runs.to_parquet(folder / "runs.parquet")
     pd.DataFrame({"task": [0, 1], "start": [0.0, value]}).to_parquet(
@@ -145,6 +145,13 @@ def test_golden_comparison_finds_one_changed_cell(tmp_path):
     assert golden.compare_folders(tmp_path / "a", tmp_path / "b") == 1
     with pytest.raises(AssertionError, match="tasks.parquet"):
         golden.compare_folders(tmp_path / "a", tmp_path / "c")
+    # runs that did not end ok on both sides are not "identical": nothing ran
+    _results(tmp_path / "d", 1.0, "error")
+    _results(tmp_path / "e", 1.0, "error")
+    with pytest.raises(AssertionError, match="not every run ended ok"):
+        golden.compare_folders(tmp_path / "d", tmp_path / "e")
+    with pytest.raises(AssertionError, match="no results"):
+        golden.compare_folders(tmp_path / "a", tmp_path / "missing")
 
 
 @pytest.mark.skipif(not (Path(__file__).parent.parent / ".git").exists(),

@@ -202,6 +202,8 @@ def test_a_runs_table_given_is_the_one_paired(tmp_path):
     with pytest.raises(SpecError, match="no runs of this label"):
         improvement_between(tmp_path / "s", "x", "y")
     out = improvement_between(tmp_path / "s", "x", "y", runs=pd.DataFrame(rows))
+    with pytest.raises(SpecError, match="the runs table given: no runs of this label"):
+        improvement_between(tmp_path / "s", "x", "z", runs=pd.DataFrame(rows))
     assert out.attrs["pairs"] == 1 and out["improvement"].tolist() == pytest.approx(
         [50.0, 200 / 3, -25.0])
 

@@ -279,6 +279,7 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
     """
     folder = Path(folder)
     runs_path = folder / "runs.parquet"
+    source = str(runs_path) if runs is None else f"{folder}: the runs table given"
     if runs is None:
         if not runs_path.exists():
             raise SpecError("no runs.parquet here; give one spec's results folder "
@@ -288,11 +289,11 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
     for label in (label_a, label_b):
         if label not in labels:
             raise SpecError(f"no runs of this label; the folder has {', '.join(labels)}",
-                            where=str(runs_path), value=label)
+                            where=source, value=label)
     rows = runs[(runs["status"] == "ok") & runs["label"].isin([label_a, label_b])]
     for column, value in (where or {}).items():
         if column not in runs:
-            raise SpecError("no such column in runs.parquet", where="where", value=column)
+            raise SpecError("no such column in the runs table", where="where", value=column)
         if isinstance(value, list | dict):  # runs.parquet keeps such grid values as JSON
             value = json.dumps(value)
         rows = rows[(rows[column] == value) | rows[column].isna()]
@@ -305,7 +306,7 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
         if len(dup):
             raise SpecError(f"{label} has several runs for one seed and grid point; narrow "
                             "them with where= (its own parameter grid column)",
-                            where=str(runs_path), value=sorted(dup["run"])[:3])
+                            where=source, value=sorted(dup["run"])[:3])
         sides.append(mine[[*keys, "run"]])
     paired = sides[0].merge(sides[1], on=keys, how="outer", suffixes=("_a", "_b"),
                             indicator=True, sort=True)
@@ -314,7 +315,7 @@ def improvement_between(folder: str | Path, label_a: str, label_b: str,
     paired = paired[paired["_merge"] == "both"]
     if paired.empty:
         raise NoPairedRuns(f"no seed and grid point has an ok run of both {label_a} and "
-                           f"{label_b}", where=str(runs_path), value=unpaired[:3])
+                           f"{label_b}", where=source, value=unpaired[:3])
 
     jobs_of = _jobs_reader(folder, runs[runs["run"].isin({*paired["run_a"], *paired["run_b"]})],
                            jobs)
