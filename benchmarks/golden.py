@@ -6,7 +6,7 @@ checkout's, exactly (a script, not a test: it runs whole specs twice).
 
 Each spec is run by ``hierfair run`` twice, with the code of ``REV`` into
 ``DIR/base`` and with this checkout into ``DIR/this``.  Then, per run
-(matched by label, seed and grid point), every table of ``runs/<run>/`` is
+(matched by id), every table of ``runs/<run>/`` is
 compared with ``pandas.testing.assert_frame_equal(check_exact=True)``
 (dtypes included; only the decisions' ``latency_ns`` left out), and
 runs.parquet without its wall-clock and provenance columns.  Exit status 1
@@ -41,8 +41,8 @@ from pandas.testing import assert_frame_equal
 from hierfair.experiment.results import WALL_CLOCK_COLUMNS
 
 ROOT = Path(__file__).resolve().parent.parent
-#: runs.parquet columns that say where and with what code a run ran
-PROVENANCE = ("run", "spec", "spec_hash", "hierfair_version", "code_version", "git_commit")
+#: runs.parquet columns that say with what code a run ran
+PROVENANCE = ("hierfair_version", "code_version", "git_commit")
 _WHERE = ("import hierfair, hierfair.algorithms, hierfair.datasets as d; "
           "print(hierfair.__file__, hierfair.algorithms.__file__, d.__file__)")
 
@@ -91,32 +91,28 @@ def run_spec(spec: Path, out: Path, env: dict[str, str], cwd: Path, args) -> int
 
 def compare_folders(a: Path, b: Path) -> int:
     """Assert two results folders of one spec hold the same tables; the
-    number of run tables compared."""
+    number of run tables compared.  Runs are matched by id (a run's id is
+    its spec, algorithm, seed and grid point, not its code)."""
     for f in (a, b):
         assert (f / "runs.parquet").exists(), f"{f}: no results"
-    ra, rb = (pd.read_parquet(f / "runs.parquet") for f in (a, b))
+    ra, rb = (pd.read_parquet(f / "runs.parquet").sort_values("run", ignore_index=True)
+              for f in (a, b))
     for f, runs in ((a, ra), (b, rb)):
         ended = runs["status"].value_counts().to_dict()
         assert set(ended) == {"ok"}, f"{f}: not every run ended ok: {ended}"
     drop = [c for c in ra.columns if c in WALL_CLOCK_COLUMNS or c in PROVENANCE]
-    ids = []
-    for runs in (ra, rb):
-        ids.append({(r.label, r.seed, r.grid_point): r.run for r in runs.itertuples()})
-    assert ids[0].keys() == ids[1].keys(), f"{a.name}: different runs"
-    order = sorted(ids[0])  # rows compared in one order (a rerun may list them differently)
-    sort = [c for c in ("label", "seed", "grid_point") if c in ra.columns]
-    assert_frame_equal(*(r.drop(columns=drop, errors="ignore").sort_values(sort)
-                         .reset_index(drop=True) for r in (ra, rb)), check_exact=True)
+    assert_frame_equal(ra.drop(columns=drop), rb.drop(columns=drop, errors="ignore"),
+                       check_exact=True, obj=f"{a.name} runs.parquet")
     n = 0
-    for key in order:
-        da, db = a / "runs" / ids[0][key], b / "runs" / ids[1][key]
+    for run in ra["run"]:
+        da, db = a / "runs" / run, b / "runs" / run
         names = sorted(p.name for p in da.glob("*.parquet"))
-        assert names == sorted(p.name for p in db.glob("*.parquet")), (a.name, key)
+        assert names == sorted(p.name for p in db.glob("*.parquet")), (a.name, run)
         for name in names:
             ta, tb = pd.read_parquet(da / name), pd.read_parquet(db / name)
             if name == "decisions.parquet":
                 ta, tb = (t.drop(columns=["latency_ns"], errors="ignore") for t in (ta, tb))
-            assert_frame_equal(ta, tb, check_exact=True, obj=f"{a.name} {key} {name}")
+            assert_frame_equal(ta, tb, check_exact=True, obj=f"{a.name} {run} {name}")
             n += 1
     return n
 
