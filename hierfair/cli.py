@@ -109,7 +109,7 @@ def _main(args: argparse.Namespace) -> int:
             return 141  # 128 + SIGPIPE, as a shell reports it
         return 0  # `hierfair list | head`: the reader has what it wanted
     except MemoryError:  # the machine, not a bug: say which limit binds
-        from hierfair.experiment.limits import format_bytes, memory_limit
+        from hierfair.experiment.memory import format_bytes, memory_limit
 
         limit, what = memory_limit()
         print(f"hierfair: error: out of memory (the limit is {format_bytes(limit)}, {what}); "
@@ -258,7 +258,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _bytes(text: str) -> int:
-    from hierfair.experiment.limits import parse_bytes
+    from hierfair.experiment.memory import parse_bytes
 
     try:
         return parse_bytes(text)

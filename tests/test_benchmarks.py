@@ -121,7 +121,7 @@ def test_a_run_without_per_task_tables_is_estimated_lean():
     """The week's 22.8 M tasks fit this machine's check only because a run
     that keeps no per-task table is estimated by its ledger (Size.lean);
     tests/test_memory_estimate.py holds the estimate above a measured peak."""
-    from hierfair.experiment.limits import Size
+    from hierfair.experiment.memory import Size
 
     week = dict(servers=1200, nodes=10, depth=2, resources=2, jobs=283_920, tasks=22_773_933)
     lean, full = Size(**week, lean=True).estimate_bytes(), Size(**week).estimate_bytes()

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from hierfair.cli import main
-from hierfair.experiment.limits import MAX_AMOUNT, MAX_TIME, Size, format_bytes, parse_bytes
+from hierfair.experiment.limits import MAX_AMOUNT, MAX_TIME
+from hierfair.experiment.memory import Size, format_bytes, parse_bytes
 
 from .conftest import spec_with
 

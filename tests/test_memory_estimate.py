@@ -27,8 +27,8 @@ import yaml
 
 import hierfair.experiment.spec as spec_module
 from hierfair.errors import SpecError
-from hierfair.experiment import limits
-from hierfair.experiment.limits import Size, check_memory, format_bytes
+from hierfair.experiment import memory
+from hierfair.experiment.memory import Size, check_memory, format_bytes
 
 GiB, MiB = 2**30, 2**20
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,15 +150,15 @@ ESTIMATOR = ("import json, sys\n"
              "import yaml\n"
              "import hierfair.cli\n"
              "import hierfair.experiment.spec as spec_module\n"
-             "from hierfair.experiment import limits\n"
-             "limits.base_bytes()  # measured before anything is built, as the CLI's first check\n"
+             "from hierfair.experiment import memory\n"
+             "memory.base_bytes()  # measured before anything is built, as the CLI's first check\n"
              "for path in sys.argv[1:]:\n"
              "    seen = []\n"
              "    record = lambda size, max_memory, where: seen.append(size)\n"
              "    with mock.patch.object(spec_module, 'check_memory', record):\n"
              "        spec_module.build_experiment(yaml.safe_load(open(path)))\n"
-             "    print(json.dumps([seen[-1].estimate_bytes(limits.base_bytes()),\n"
-             "                      limits.base_bytes()]))\n")
+             "    print(json.dumps([seen[-1].estimate_bytes(memory.base_bytes()),\n"
+             "                      memory.base_bytes()]))\n")
 
 
 def fresh_estimates(specs: list[dict[str, Any]], folder: Path,
@@ -249,13 +249,13 @@ def machine(monkeypatch, tmp_path):
     """A machine of 16 GiB, no RLIMIT_AS, no cgroup limit, 500 MiB of
     address space mapped but not resident -- each test changes one thing."""
     state = {"rlimit": resource.RLIM_INFINITY}
-    monkeypatch.setattr(limits, "physical_memory", lambda: 16 * GiB)
+    monkeypatch.setattr(memory, "physical_memory", lambda: 16 * GiB)
     monkeypatch.setattr(resource, "getrlimit",
                         lambda which: (state["rlimit"], resource.RLIM_INFINITY))
-    monkeypatch.setattr(limits, "_PROC_CGROUP", str(tmp_path / "proc-self-cgroup"))
-    monkeypatch.setattr(limits, "_CGROUP_ROOT", str(tmp_path / "cgroup"))
-    monkeypatch.setattr(limits, "unresident_bytes", lambda: 500 * MiB)
-    monkeypatch.setattr(limits, "base_bytes", lambda: limits._BASE_BYTES)
+    monkeypatch.setattr(memory, "_PROC_CGROUP", str(tmp_path / "proc-self-cgroup"))
+    monkeypatch.setattr(memory, "_CGROUP_ROOT", str(tmp_path / "cgroup"))
+    monkeypatch.setattr(memory, "unresident_bytes", lambda: 500 * MiB)
+    monkeypatch.setattr(memory, "base_bytes", lambda: memory._BASE_BYTES)
     return state
 
 
@@ -321,15 +321,15 @@ def test_the_shipped_paper_scale_week_is_sized_as_a_streamed_run(machine):
 
 
 def test_physical_memory_is_the_limit_when_nothing_else_is_set(machine):
-    assert limits.memory_limit() == (16 * GiB, "physical memory")
-    assert limits.machine_memory() == 16 * GiB
+    assert memory.memory_limit() == (16 * GiB, "physical memory")
+    assert memory.machine_memory() == 16 * GiB
     message = refusal(tasks(30_000_000))
     assert "the limit is 16.0 GiB (physical memory)" in message
 
 
 def test_rlimit_as_is_a_limit_and_counts_the_address_space(machine):
     machine["rlimit"] = 2 * GiB
-    assert limits.memory_limit() == (2 * GiB, "RLIMIT_AS")
+    assert memory.memory_limit() == (2 * GiB, "RLIMIT_AS")
     small = tasks(100_000)  # ~0.4 GiB resident, ~0.9 GiB of address space
     check_memory(small, None, "workload")
     # resident it would fit 2 GiB; with the 500 MiB the libraries map, not
@@ -339,44 +339,44 @@ def test_rlimit_as_is_a_limit_and_counts_the_address_space(machine):
     message = refusal(tasks(fits_resident))
     assert "of address space" in message and "the limit is 2.0 GiB (RLIMIT_AS)" in message
     machine["rlimit"] = 2**63  # unlimited written as a number
-    assert limits.memory_limit()[1] == "physical memory"
+    assert memory.memory_limit()[1] == "physical memory"
 
 
 def test_cgroup_v2_memory_max_of_the_cgroup_or_an_ancestor(machine, tmp_path):
     write(tmp_path / "proc-self-cgroup", "0::/user.slice/app.scope\n")
     write(tmp_path / "cgroup/user.slice/app.scope/memory.max", "max\n")  # no limit here
     write(tmp_path / "cgroup/user.slice/memory.max", f"{3 * GiB}\n")  # the parent's binds
-    assert limits.memory_limit() == (3 * GiB, "cgroup memory.max")
+    assert memory.memory_limit() == (3 * GiB, "cgroup memory.max")
     assert "the limit is 3.0 GiB (cgroup memory.max)" in refusal(tasks(5_000_000))
     write(tmp_path / "cgroup/user.slice/app.scope/memory.max", f"{GiB}\n")
-    assert limits.memory_limit() == (GiB, "cgroup memory.max")
+    assert memory.memory_limit() == (GiB, "cgroup memory.max")
 
 
 def test_cgroup_v1_limit_in_bytes_ignores_no_limit(machine, tmp_path):
     write(tmp_path / "proc-self-cgroup", "9:name=systemd:/\n4:memory:/docker/abc\n3:cpu:/x\n")
     # v1 writes "no limit" as 2^63 rounded to a page: ignored
     write(tmp_path / "cgroup/memory/docker/abc/memory.limit_in_bytes", "9223372036854771712\n")
-    assert limits.memory_limit() == (16 * GiB, "physical memory")
+    assert memory.memory_limit() == (16 * GiB, "physical memory")
     write(tmp_path / "cgroup/memory/docker/memory.limit_in_bytes", f"{4 * GiB}\n")
-    assert limits.memory_limit() == (4 * GiB, "cgroup memory.limit_in_bytes")
+    assert memory.memory_limit() == (4 * GiB, "cgroup memory.limit_in_bytes")
     # a container sees its own cgroup as the mount's root
     write(tmp_path / "proc-self-cgroup", "4:memory:/\n")
     write(tmp_path / "cgroup/memory/memory.limit_in_bytes", f"{GiB}\n")
-    assert limits.memory_limit() == (GiB, "cgroup memory.limit_in_bytes")
+    assert memory.memory_limit() == (GiB, "cgroup memory.limit_in_bytes")
 
 
 def test_unreadable_or_garbled_limits_are_ignored(machine, tmp_path, monkeypatch):
     write(tmp_path / "proc-self-cgroup", "garbage\n0::/a\n::\n")
     write(tmp_path / "cgroup/a/memory.max", "lots\n")
     (tmp_path / "cgroup/memory.max").mkdir(parents=True)  # reading it is an OSError
-    assert limits.memory_limit() == (16 * GiB, "physical memory")
+    assert memory.memory_limit() == (16 * GiB, "physical memory")
 
     def no_rlimit(which):
         raise OSError("not here")
 
     monkeypatch.setattr(resource, "getrlimit", no_rlimit)
-    monkeypatch.setattr(limits, "_PROC_CGROUP", str(tmp_path / "absent"))
-    assert limits.memory_limits() == [(16 * GiB, "physical memory")]
+    monkeypatch.setattr(memory, "_PROC_CGROUP", str(tmp_path / "absent"))
+    assert memory.memory_limits() == [(16 * GiB, "physical memory")]
 
 
 def test_the_smallest_limit_is_named_and_max_memory_replaces_them_all(machine, tmp_path):
@@ -392,23 +392,23 @@ def test_the_smallest_limit_is_named_and_max_memory_replaces_them_all(machine, t
 def test_the_base_is_what_the_checking_process_holds_and_at_least_the_floor(monkeypatch):
     # a machine whose libraries take more (CI's: a one-task run peaked at
     # 356 MiB) gets a larger base; a lean one keeps the floor
-    measure = limits.base_bytes.__wrapped__
-    monkeypatch.setattr(limits, "resident_bytes", lambda: 330 * MiB)
+    measure = memory.base_bytes.__wrapped__
+    monkeypatch.setattr(memory, "resident_bytes", lambda: 330 * MiB)
     assert measure() == int(1.25 * 330 * MiB)
-    monkeypatch.setattr(limits, "resident_bytes", lambda: 0)  # unknown
-    assert measure() == limits._BASE_BYTES
-    monkeypatch.setattr(limits, "resident_bytes", lambda: 6 * GiB)  # a full notebook
-    assert measure() == 2 * limits._BASE_BYTES
+    monkeypatch.setattr(memory, "resident_bytes", lambda: 0)  # unknown
+    assert measure() == memory._BASE_BYTES
+    monkeypatch.setattr(memory, "resident_bytes", lambda: 6 * GiB)  # a full notebook
+    assert measure() == 2 * memory._BASE_BYTES
     size = tasks(1000)
-    assert size.estimate_bytes(500 * MiB) - size.estimate_bytes() == 500 * MiB - limits._BASE_BYTES
+    assert size.estimate_bytes(500 * MiB) - size.estimate_bytes() == 500 * MiB - memory._BASE_BYTES
 
 
 def test_the_real_process_limits_are_read(tmp_path):
     # whatever this machine has, every limit is positive and physical memory is one
-    found = limits.memory_limits()
+    found = memory.memory_limits()
     assert found[0][1] == "physical memory" and all(b > 0 for b, _ in found)
-    assert limits.unresident_bytes() >= limits._UNRESIDENT_MIN
-    assert 10 * MiB < limits.resident_bytes() < 64 * GiB
+    assert memory.unresident_bytes() >= memory._UNRESIDENT_MIN
+    assert 10 * MiB < memory.resident_bytes() < 64 * GiB
 
 
 # -- the same under a real RLIMIT_AS ------------------------------------------------------

@@ -60,14 +60,8 @@ from hierfair.experiment.cluster_build import (  # noqa: F401 - re-exported
     quota_problems,
     zero_weight_problems,
 )
-from hierfair.experiment.limits import (
-    PER_TASK_TABLES,
-    Size,
-    check_expansion,
-    check_memory,
-    check_numbers,
-    text_bytes,
-)
+from hierfair.experiment.limits import check_expansion, check_numbers
+from hierfair.experiment.memory import PER_TASK_TABLES, Size, check_memory, text_bytes
 from hierfair.experiment.spec_models import (  # noqa: F401 - re-exported
     DETAIL_TABLES,
     HEADROOM_SIZES,
