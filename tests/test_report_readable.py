@@ -362,7 +362,7 @@ def test_progress_is_written_while_report_runs():
 def test_figures_facet_by_grid_point_and_write_ticks_in_the_one_format():
     import matplotlib.pyplot as plt
 
-    from hierfair.report.figures import MAX_GRID_PANELS, grid_points, readable_ticks
+    from hierfair.report.facets import MAX_GRID_PANELS, grid_points, readable_ticks
 
     runs = pd.DataFrame({"label": ["drf", "hdrf"] * 10, "seed": 0,
                          "grid_point": np.repeat(np.arange(10), 2),

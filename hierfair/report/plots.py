@@ -18,22 +18,18 @@ import numpy as np
 import pandas as pd
 
 from hierfair.experiment.detail import run_columns
-from hierfair.report.figures import (
+from hierfair.report.facets import (
     facet_titles,
     facets,
     grid_points,
-    plot_cost,
-    plot_improvement,
-    plot_shares,
     plt,
     readable_ticks,
     save,
     shared_time,
-    size_column,
-    sns,
     suptitle,
     wrap,
 )
+from hierfair.report.figures import plot_cost, plot_improvement, plot_shares, size_column, sns
 from hierfair.report.sampled import (
     MAX_POINTS,
     ecdf_points,

@@ -27,7 +27,7 @@ from hierfair.experiment.guarantees import TABLES, leaf_guarantees  # noqa: E402
 from hierfair.experiment.results import write_text  # noqa: E402
 from hierfair.experiment.runs_table import ENDED  # noqa: E402
 from hierfair.experiment.spec import load_saved  # noqa: E402
-from hierfair.report.figures import save  # noqa: E402
+from hierfair.report.facets import save  # noqa: E402
 
 PAGE = "production.html"
 #: What marks the page as written by hierfair (never overwrite a user's file).
