@@ -47,14 +47,14 @@ def main(argv: list[str]) -> int:
     t = time.process_time()
     if keep:  # every utilisation row and every task's columns to the end
         result = exp.simulate(AlgorithmSpec(name=algo), 0)
+        summarize(result)
     else:  # as `hierfair run` does: streamed, its tables written as they grow
         with tempfile.TemporaryDirectory() as folder, TableFiles(Path(folder)) as files:
             result = exp.simulator(make_policy(algo), 0, spill_dir=folder,
                                    table_sink=files.write).run(until=exp.spec.stop_at)
-            for table in exp.spec.tables:
-                files.finish(table, result.rest(table))
+            summarize(result)  # as hierfair run does: its row, then its tables
+            files.finish_all(result, exp.spec.tables)
     core = time.process_time() - t  # (streamed: with writing its tables)
-    summarize(result)
     done = result.counts["tasks"] - result.counts["tasks_unfinished"]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"days={days:g} load={load:g} {algo}: tasks {result.counts['tasks']:,} finished "

@@ -424,6 +424,41 @@ def test_table_files_touch_only_their_own_files_under_the_run_folder(tmp_path):
     assert outside.read_bytes() == b"not ours"
 
 
+def test_a_runs_tables_are_let_go_of_as_they_are_written(tmp_path, monkeypatch):
+    """TableFiles.finish_all writes each table as finish does (the same
+    bytes), then the result forgets it, and a table of GIVE_BACK_CELLS or
+    more gives the allocators' memory back before the next is written: the
+    end of a long run holds one table's write at a time, not all of them
+    (docs/performance.md, "The end of a run")."""
+    import pandas as pd
+
+    from hierfair.experiment import table_files
+    from hierfair.experiment.table_files import TableFiles
+
+    exp = _lean("hogs-and-mice")
+    result = exp.simulator(make_policy("drf"), 0).run()
+    summarize(result)  # builds the jobs table first, as hierfair run does
+    given_back = []
+    monkeypatch.setattr(table_files, "release_freed", lambda: given_back.append(1))
+    monkeypatch.setattr(table_files, "GIVE_BACK_CELLS", result.jobs.size)
+    reference = {name: result.rest(name) for name in ("jobs", "preemptions")}
+    assert result.preemptions.size < result.jobs.size  # one table above the line, one below
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with TableFiles(tmp_path / "a") as files:
+        for name, frame in reference.items():
+            files.finish(name, frame)
+    with TableFiles(tmp_path / "b") as files:
+        files.finish_all(result, ["jobs", "preemptions"])
+    for name in reference:
+        assert (tmp_path / "b" / f"{name}.parquet").read_bytes() == \
+            (tmp_path / "a" / f"{name}.parquet").read_bytes()
+        with pytest.raises(AttributeError):
+            getattr(result, name)
+    assert given_back == [1]  # after the jobs table alone
+    assert pd.read_parquet(tmp_path / "b" / "jobs.parquet").equals(reference["jobs"])
+
+
 def test_a_worker_holds_one_workload_and_one_experiment_at_a_time():
     """A worker that ran every grid point and seed of the paper-scale week
     held every one's workload between runs (~1.8 GB; docs/performance.md):

@@ -109,8 +109,7 @@ def _simulate(run: PlannedRun, row: dict[str, Any], run_dir: Path, source: str,
                        input_fallback=bool(workload.fallback),
                        input_skipped_lines=workload.skipped_lines,
                        offered_load=offered_load(workload, exp.cluster))
-            for table in exp.spec.tables:
-                files.finish(table, result.rest(table))
+            files.finish_all(result, exp.spec.tables)
         if result.loop:  # stopped, not failed: its tables show the loop
             row.update(status="loop", error=result.loop)
     except RunTimeout:

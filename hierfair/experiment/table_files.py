@@ -14,15 +14,28 @@ writer, which the next sweep removes (:func:`remove_stale_temporaries`).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hierfair.experiment.spec_models import DETAIL_TABLES
 from hierfair.experiment.results import temporary_name, write_parquet
+from hierfair.experiment.spec_models import DETAIL_TABLES
+from hierfair.experiment.workers import release_freed
+
+if TYPE_CHECKING:
+    from hierfair.sim.result import SimulationResult
+
+#: Before a table of at least this many cells is written, what the run and
+#: the tables before it freed goes back to the system: parquet's encoders
+#: hold 3-4 times a table's bytes at their peak, in pyarrow's pool, which
+#: cannot reuse what glibc's heap keeps, nor glibc what the pool keeps
+#: (docs/performance.md, "The end of a run").
+GIVE_BACK_CELLS = 1 << 20
 
 
 class TableFiles:
@@ -52,6 +65,17 @@ class TableFiles:
         writer, tmp = self._open.pop(name)
         writer.close()
         os.replace(tmp, self.run_dir / f"{name}.parquet")
+
+    def finish_all(self, result: SimulationResult, names: Iterable[str]) -> None:
+        """:meth:`finish` each of a run's tables in turn, each let go of once
+        written; before a large one, the memory freed so far is given back."""
+        for name in names:
+            rest = result.rest(name)
+            if rest.size >= GIVE_BACK_CELLS:
+                release_freed()
+            self.finish(name, rest)
+            del rest
+            result.let_go(name)
 
     def __enter__(self) -> TableFiles:
         return self

@@ -77,6 +77,13 @@ def give_back_memory() -> bool:
     if _resident() < RELEASE_ABOVE:
         return False
     gc.collect()
+    release_freed()
+    return True
+
+
+def release_freed() -> None:
+    """Give what was freed back to the system now: pyarrow's pool and glibc's
+    heap (no collection first: what is unreachable only through a cycle stays)."""
     import pyarrow
 
     pyarrow.default_memory_pool().release_unused()
@@ -86,7 +93,6 @@ def give_back_memory() -> bool:
         trim = None
     if trim is not None:
         trim(0)
-    return True
 
 
 def _resident() -> int:

@@ -69,6 +69,12 @@ class SimulationResult:
             return getattr(self, name)
         return self._builders[name]()
 
+    def let_go(self, name: str) -> None:
+        """Forget table ``name`` (built or not; it was written to its file):
+        its memory can go.  Reading it afterwards is an AttributeError."""
+        self.__dict__.pop(name, None)
+        self._builders.pop(name, None)
+
     def __getattr__(self, name: str) -> pd.DataFrame:
         builders = self.__dict__.get("_builders", {})
         if name not in builders:
