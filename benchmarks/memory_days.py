@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
                                    table_sink=files.write).run(until=exp.spec.stop_at)
             summarize(result)  # as hierfair run does: its row, then its tables
             files.finish_all(result, exp.spec.tables)
-    core = time.process_time() - t  # (streamed: with writing its tables)
+    core = time.process_time() - t  # (with its summary row; streamed: and its tables written)
     done = result.counts["tasks"] - result.counts["tasks_unfinished"]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"days={days:g} load={load:g} {algo}: tasks {result.counts['tasks']:,} finished "
