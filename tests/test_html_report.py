@@ -131,3 +131,34 @@ def test_report_never_overwrites_a_readme_or_page_it_did_not_write(tmp_path, cap
         assert len(err) == 1 and name in err[0] and "refusing" in err[0]
         assert theirs.read_text() == "my own notes\n"
         theirs.write_text(kept)
+
+
+def test_error_bars_are_the_verdicts_t_interval_and_drawn_the_same_every_time(
+        tmp_path, monkeypatch):
+    """A bar's error bar is the t interval of its mean over seeds (what a
+    verdict is decided by), not seaborn's bootstrap, which drew other bars
+    -- other bytes -- at every call."""
+    import numpy as np
+    import pandas as pd
+    from scipy import stats
+
+    from hierfair.report import facets, plots
+
+    values = np.array([3.0, 5.0, 4.0, 9.0])
+    low, high = stats.t.interval(0.95, 3, loc=values.mean(), scale=stats.sem(values))
+    assert facets.t_interval(pd.Series([*values, np.nan])) == pytest.approx((low, high))
+    assert facets.t_interval(pd.Series([2.0])) == (2.0, 2.0)  # one seed: no bar
+    runs = pd.DataFrame({"label": ["a"] * 4 + ["b"] * 4, "seed": [0, 1, 2, 3] * 2,
+                         "status": "ok", "makespan": [*values, *(values * 2)],
+                         "completion_mean": [*values, *(values + 1)]})
+    runs.to_parquet(tmp_path / "runs.parquet", index=False)
+    drawn = []
+    for _ in range(2):
+        bars = []
+        monkeypatch.setattr(plots.sns, "barplot", lambda *a, _real=plots.sns.barplot, **k:
+                            bars.append(k["errorbar"](k["data"][k["x"]][
+                                k["data"]["label"] == "a"])) or _real(*a, **k))
+        drawn.append(plots.plot_makespan(tmp_path).read_bytes())
+        assert bars[0] == pytest.approx((low, high))
+        monkeypatch.undo()
+    assert drawn[0] == drawn[1]

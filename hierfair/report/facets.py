@@ -24,6 +24,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter  # noqa:
 
 from hierfair.experiment.manifest import Manifest  # noqa: E402
 from hierfair.experiment.results import atomic_path  # noqa: E402
+from hierfair.experiment.stats import Sample  # noqa: E402
 from hierfair.report.fmt import axis_names, distinct, num  # noqa: E402
 
 #: Figures facet by grid point: beyond this many, evenly spaced ones are drawn
@@ -145,6 +146,14 @@ def suptitle(fig, text: str, width: int = 110) -> None:
     """The figure's title above its panels (and outside them: call it after
     any ``tight_layout``), wrapped to the figure's width."""
     fig.suptitle(wrap(text, width), y=1.0, va="bottom")
+
+
+def t_interval(values: pd.Series) -> tuple[float, float]:
+    """An error bar: the t interval of the mean over seeds, the interval a
+    verdict uses (:mod:`hierfair.experiment.stats`) -- not seaborn's
+    bootstrap, which draws other bars at every call."""
+    v = np.asarray(values, dtype=float)
+    return Sample(v[~np.isnan(v)], "t").interval()
 
 
 def save(fig, out: Path) -> Path:

@@ -31,6 +31,7 @@ from hierfair.report.facets import (
     save,
     shared_time,
     suptitle,
+    t_interval,
     wrap,
 )
 from hierfair.report.fmt import distinct, short_key
@@ -257,7 +258,7 @@ def plot_cost(folder: Path) -> Path | None:
             named = {lab: f"{lab} (slope {slope:.2f})" for lab, slope in slopes.items()}
             data = part.assign(label=part["label"].map(named))
             sns.lineplot(data=data, x="leaves", y=col, hue="label", style="label",
-                         markers=True, dashes=False, errorbar=("ci", 95), ax=ax)
+                         markers=True, dashes=False, errorbar=t_interval, ax=ax)
             ax.set_xscale("log", base=2 if levels and fanout == 2 else 10)
             ax.set_yscale("log")
             readable_ticks(ax)

@@ -27,6 +27,7 @@ from hierfair.report.facets import (
     save,
     shared_time,
     suptitle,
+    t_interval,
     wrap,
 )
 from hierfair.report.figures import plot_cost, plot_improvement, plot_shares, size_column, sns
@@ -175,7 +176,7 @@ def _bars(folder: Path, metrics: list[tuple[str, str]], name: str, title: str
     for row, point in zip(axes, points):
         part = ok[ok["grid"] == point]
         for ax, (metric, unit) in zip(row, metrics):
-            sns.barplot(data=part, y="label", x=metric, order=labels, errorbar=("ci", 95),
+            sns.barplot(data=part, y="label", x=metric, order=labels, errorbar=t_interval,
                         capsize=0.2, ax=ax, color=sns.color_palette()[0],
                         err_kws={"linewidth": 1.2})
             ax.set_ylabel("")
