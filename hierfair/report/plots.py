@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import seaborn as sns
 
 from hierfair.experiment.detail import run_columns
 from hierfair.report.facets import (
@@ -30,7 +31,7 @@ from hierfair.report.facets import (
     t_interval,
     wrap,
 )
-from hierfair.report.figures import plot_cost, plot_improvement, plot_shares, size_column, sns
+from hierfair.report.figures import plot_cost, plot_improvement, plot_shares, size_column
 from hierfair.report.sampled import (
     MAX_POINTS,
     ecdf_points,
